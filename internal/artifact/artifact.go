@@ -1,0 +1,106 @@
+// Package artifact writes the audit trail: atomic files, stable JSON and run
+// directories that never overwrite an earlier run.
+package artifact
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// WriteFileAtomic replaces path with data so that a reader sees either the
+// old or the new content, never a mix: temp file in the same directory,
+// fsync, rename, fsync of the directory.
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".factory-tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temp file in %s: %w", dir, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("chmod %s: %w", tmp.Name(), err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", tmp.Name(), err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename into %s: %w", path, err)
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory so a rename or create in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// MarshalJSON is the human-readable, stable form of every JSON artifact:
+// two-space indent, no HTML escaping, trailing newline.
+func MarshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteJSON atomically writes v as MarshalJSON to path.
+func WriteJSON(path string, v any) error {
+	b, err := MarshalJSON(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return WriteFileAtomic(path, b, 0o644)
+}
+
+// NewRunDir creates the directory for a run under out and returns it. The
+// first run of an id gets out/<id>; a re-run of the same id (same work order
+// at the same commit) gets out/<id>.2, out/<id>.3, … so earlier artifacts are
+// never overwritten. Creation with os.Mkdir makes the choice race-free.
+func NewRunDir(out, runID string) (string, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("create output directory %s: %w", out, err)
+	}
+	for n := 1; ; n++ {
+		name := runID
+		if n > 1 {
+			name += "." + strconv.Itoa(n)
+		}
+		dir := filepath.Join(out, name)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("create run directory %s: %w", dir, err)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+// Package cli wires subcommands and flags to options structs and maps every
+// outcome to an exit code in one place.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of `factory run`, documented in the README.
+const (
+	ExitPass     = 0 // the work order passed; changes are left uncommitted
+	ExitFail     = 1 // the work order failed; the repo was rolled back
+	ExitUsage    = 2 // bad flags, invalid work order or failed preflight; nothing was modified
+	ExitInternal = 3 // interrupted, internal error or replay mismatch; the repo was rolled back
+)
+
+// usageError is a mistake in how factory was invoked.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// internalError is a failure of the harness itself, not of the invocation.
+type internalError struct{ err error }
+
+func (e *internalError) Error() string { return e.err.Error() }
+func (e *internalError) Unwrap() error { return e.err }
+
+// failError reports a FAIL verdict after it has been printed.
+type failError struct{}
+
+func (failError) Error() string { return "work order failed" }
+
+// Env is the process environment a command sees; tests substitute it.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+}
+
+// Main runs factory with the process's arguments and environment.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+}
+
+// Run executes one command line and returns its exit code.
+func Run(ctx context.Context, args []string, env Env) int {
+	root := newRootCmd(env)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return exitCode(err, env.Stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	var internal *internalError
+	switch {
+	case err == nil:
+		return ExitPass
+	case errors.As(err, &failError{}):
+		return ExitFail
+	case errors.As(err, &internal):
+		fmt.Fprintf(stderr, "factory: %v\n", err)
+		return ExitInternal
+	default:
+		// Usage mistakes, preflight refusals and cobra's own argument errors.
+		fmt.Fprintf(stderr, "factory: %v\n", err)
+		return ExitUsage
+	}
+}
+
+func newRootCmd(env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "factory",
+		Short: "A deterministic, git-safe harness that lets an LLM propose code while the harness decides what counts",
+		Long: `factory runs work orders against a git repository. A model proposes full-file writes;
+the harness checks scope, hashes and paths, writes atomically, runs verification and
+acceptance commands without a shell, and rolls back with git on failure.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("%v (see '%s --help')", err, c.CommandPath())
+	})
+	root.AddCommand(newRunCmd(env))
+	return root
+}

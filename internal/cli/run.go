@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// runOptions are the flags of `factory run`.
+type runOptions struct {
+	repo, workOrder, out string
+
+	model          string
+	temperature    float64
+	baseURL        string
+	jsonSchema     bool
+	llmTimeout     int
+	maxAttempts    int
+	timeoutSeconds int
+	verifyCommands []string
+	python         string
+	record, replay string
+	quiet          bool
+}
+
+func newRunCmd(env Env) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run --repo DIR --work-order FILE --out DIR --llm-model NAME",
+		Short: "Execute one work order: SE (model proposes writes) → TR (apply) → PO (verify) → finalize",
+		Long: `Execute one work order against a clean git repository.
+
+Each attempt: the model proposes full-file writes (SE); the harness checks scope,
+forbidden paths, symlinks and base hashes, then writes atomically (TR); it runs global
+verification and the acceptance commands without a shell (PO). On failure the repo is
+restored to the baseline commit exactly (ignored files that existed before, such as .env
+or .venv/, are kept) and the next attempt gets a bounded failure brief. On PASS the
+changes are left uncommitted.
+
+Artifacts go to <out>/<run_id>/ (a re-run of the same work order at the same commit goes
+to <out>/<run_id>.2/, .3/, …); <out> must be outside the repository.
+
+Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
+3 interrupted, internal error or replay mismatch (repo rolled back).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRun(cmd, o, env)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.repo, "repo", "", "root of the git repository to work in (required; must be clean and have a commit)")
+	f.StringVar(&o.workOrder, "work-order", "", "work order JSON file (required; see schema/work_order.schema.json)")
+	f.StringVar(&o.out, "out", "", "directory for run artifacts, outside the repository (required)")
+	f.StringVar(&o.model, "llm-model", "", "model name sent to the server, e.g. gpt-4.1 or qwen2.5-coder (required)")
+	f.Float64Var(&o.temperature, "llm-temperature", 0, "sampling temperature")
+	f.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL, e.g. http://localhost:11434/v1 for Ollama (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
+	f.BoolVar(&o.jsonSchema, "llm-json-schema", true, "ask for strict JSON-schema output (response_format); --llm-json-schema=false for servers that reject it")
+	f.IntVar(&o.llmTimeout, "llm-timeout-seconds", 600, "time limit for one model request, transport retries included")
+	f.IntVar(&o.maxAttempts, "max-attempts", 2, "attempts before giving up (preflight and write_failed failures are not retried)")
+	f.IntVar(&o.timeoutSeconds, "timeout-seconds", 600, "time limit per verification or acceptance command; the whole process group is killed")
+	f.StringArrayVar(&o.verifyCommands, "verify-command", nil, "replace global verification with this command (repeatable; parsed like acceptance commands)")
+	f.StringVar(&o.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
+	f.StringVar(&o.record, "record", "", "append every model exchange to this JSONL transcript")
+	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
+	return cmd
+}
+
+func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
+	for _, req := range []struct{ name, val string }{
+		{"--repo", o.repo}, {"--work-order", o.workOrder}, {"--out", o.out}, {"--llm-model", o.model},
+	} {
+		if req.val == "" {
+			return usagef("%s is required (see 'factory run --help')", req.name)
+		}
+	}
+	if o.record != "" && o.replay != "" {
+		return usagef("--record and --replay cannot be used together")
+	}
+	if o.llmTimeout <= 0 {
+		return usagef("--llm-timeout-seconds must be positive")
+	}
+	data, err := os.ReadFile(o.workOrder)
+	if err != nil {
+		return usagef("read work order: %v", err)
+	}
+	wo, err := workorder.ParseWorkOrder(data)
+	if err != nil {
+		return usagef("work order %s is invalid:\n%s", o.workOrder, indent(err.Error()))
+	}
+	model, err := buildModel(o, env)
+	if err != nil {
+		return err
+	}
+	python := o.python
+	if python == "" {
+		python = defaultPython()
+	}
+	progress := env.Stderr
+	if o.quiet {
+		progress = nil
+	}
+	run, err := factory.Preflight(cmd.Context(), factory.Options{
+		Repo: o.repo, WorkOrder: wo, Out: o.out,
+		Model: model, ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
+		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
+		VerifyCommands: o.verifyCommands, Python: python, Progress: progress,
+	})
+	if err != nil {
+		return err
+	}
+	res, err := run.Execute(cmd.Context())
+	if res.SummaryPath != "" {
+		fmt.Fprintf(env.Stdout, "verdict: %s\nrun summary: %s\n", res.Verdict, res.SummaryPath)
+	}
+	switch {
+	case err != nil:
+		return &internalError{err: err}
+	case res.Verdict != factory.VerdictPass:
+		return failError{}
+	}
+	return nil
+}
+
+func buildModel(o *runOptions, env Env) (llm.Model, error) {
+	if o.replay != "" {
+		r, err := llm.LoadReplayer(o.replay)
+		if err != nil {
+			return nil, usagef("--replay: %v", err)
+		}
+		return r, nil
+	}
+	key := env.Getenv("OPENAI_API_KEY")
+	if key == "" {
+		return nil, usagef("OPENAI_API_KEY is not set; export it (any non-empty value for a local server that ignores keys) or use --replay FILE")
+	}
+	base := o.baseURL
+	if base == "" {
+		base = env.Getenv("OPENAI_BASE_URL")
+	}
+	var m llm.Model = llm.NewOpenAIChat(llm.OpenAIConfig{
+		APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second, MaxRetries: 2,
+	})
+	if o.record != "" {
+		m = &llm.Recorder{Model: m, Path: o.record}
+	}
+	return m, nil
+}
+
+// defaultPython follows the seeds ("python") where it exists and falls back
+// to python3, which is all a stock Debian or Ubuntu machine has.
+func defaultPython() string {
+	if proc.Found("python") {
+		return "python"
+	}
+	return "python3"
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}

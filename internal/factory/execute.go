@@ -1,0 +1,289 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/graph"
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// attempt holds what one pass through SE → TR → PO → finalize produced.
+type attempt struct {
+	index    int
+	dir      string // absolute attempt directory
+	prompt   string
+	response *llm.Response
+	proposal *workorder.WriteProposal
+	touched  []string
+	write    *WriteResult
+	backups  []backup
+	verify   []CmdResult
+	accept   []CmdResult
+	brief    *FailureBrief
+	removed  []string
+}
+
+// backup keeps an ignored file's bytes before TR overwrites it: git cannot
+// restore a file it does not track.
+type backup struct {
+	path string
+	data []byte
+	mode os.FileMode
+}
+
+// state is the graph state of one run.
+type state struct {
+	cur      *attempt
+	previous *FailureBrief
+	records  []AttemptRecord
+	verdict  string
+	treeHash string
+	done     bool
+}
+
+const (
+	nodeSE       = "se"
+	nodeTR       = "tr"
+	nodePO       = "po"
+	nodeFinalize = "finalize"
+)
+
+func (r *Run) graph() *graph.Graph[state] {
+	g := &graph.Graph[state]{
+		Entry: nodeSE,
+		// Four nodes per attempt and one spare: a bound, not a budget.
+		MaxSteps: 4*r.opts.MaxAttempts + 1,
+		After:    r.persist,
+	}
+	g.Add(nodeSE, r.se, func(s *state) string {
+		if s.cur.brief != nil {
+			return nodeFinalize
+		}
+		return nodeTR
+	})
+	g.Add(nodeTR, r.tr, func(s *state) string {
+		if s.cur.brief != nil {
+			return nodeFinalize
+		}
+		return nodePO
+	})
+	g.Add(nodePO, r.po, func(*state) string { return nodeFinalize })
+	g.Add(nodeFinalize, r.finalize, func(s *state) string {
+		if s.done {
+			return graph.End
+		}
+		return nodeSE
+	})
+	return g
+}
+
+// Execute runs the work order. The returned error is non-nil only for an
+// ERROR verdict (interrupted, internal failure, replay mismatch); the repo
+// has then been rolled back and run_summary.json still written when possible.
+func (r *Run) Execute(ctx context.Context) (res Result, err error) {
+	runDir, err := artifact.NewRunDir(r.opts.Out, r.runID)
+	if err != nil {
+		return Result{}, err
+	}
+	res = Result{RunID: r.runID, RunDir: runDir, SummaryPath: filepath.Join(runDir, "run_summary.json")}
+	if err := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder); err != nil {
+		return res, err
+	}
+	r.progress("run %s: work order %s, baseline %s, artifacts in %s", r.runID, r.opts.WorkOrder.ID, r.baseline.Commit[:12], runDir)
+
+	s := &state{}
+	runErr := r.runGraph(ctx, runDir, s)
+	if runErr != nil {
+		s.verdict = VerdictError
+		s.treeHash = ""
+		if rbErr := r.emergencyRollback(s); rbErr != nil {
+			runErr = fmt.Errorf("%w; rollback after it also failed: %v", runErr, rbErr)
+		}
+	}
+	summary := r.summary(s, runErr)
+	res.Verdict = summary.Verdict
+	if err := artifact.WriteJSON(res.SummaryPath, summary); err != nil {
+		return res, errors.Join(runErr, fmt.Errorf("write run summary: %w", err))
+	}
+	return res, runErr
+}
+
+// runGraph runs the graph and turns a panic into an error so the caller
+// still rolls back and writes the summary.
+func (r *Run) runGraph(ctx context.Context, runDir string, s *state) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error: panic: %v", p)
+		}
+	}()
+	r.runDir = runDir
+	return r.graph().Run(ctx, s)
+}
+
+// emergencyRollback restores the baseline after an aborted run. It uses a
+// fresh context: the run's own context is usually the one that was canceled.
+func (r *Run) emergencyRollback(s *state) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var backups []backup
+	if s.cur != nil {
+		backups = s.cur.backups
+	}
+	_, err := r.rollback(ctx, backups)
+	if err == nil {
+		r.progress("rolled back to %s", r.baseline.Commit[:12])
+	}
+	return err
+}
+
+func (r *Run) summary(s *state, runErr error) RunSummary {
+	sum := RunSummary{
+		RunID:          r.runID,
+		WorkOrderID:    r.opts.WorkOrder.ID,
+		Verdict:        s.verdict,
+		TotalAttempts:  len(s.records),
+		MaxAttempts:    r.opts.MaxAttempts,
+		BaselineCommit: r.baseline.Commit,
+		LLMModel:       r.opts.ModelName,
+		Attempts:       s.records,
+	}
+	if sum.Attempts == nil {
+		sum.Attempts = []AttemptRecord{}
+	}
+	if sum.Verdict == "" {
+		sum.Verdict = VerdictError
+	}
+	if s.treeHash != "" {
+		sum.RepoTreeHashAfter = &s.treeHash
+	}
+	if runErr != nil {
+		sum.Error = runErr.Error()
+	}
+	for _, a := range s.records {
+		sum.Usage.PromptTokens += a.Usage.PromptTokens
+		sum.Usage.CompletionTokens += a.Usage.CompletionTokens
+		sum.Usage.TotalTokens += a.Usage.TotalTokens
+	}
+	return sum
+}
+
+// rel makes an artifact path relative to the run directory, so artifacts
+// compare equal across output locations (and under replay).
+func (r *Run) rel(abs string) string {
+	p, err := filepath.Rel(r.runDir, abs)
+	if err != nil {
+		return abs
+	}
+	return filepath.ToSlash(p)
+}
+
+// persist is the after-node hook: each node's artifacts are written as soon
+// as the node finishes, so an interrupted run still leaves its trail.
+func (r *Run) persist(_ context.Context, node string, s *state) error {
+	a := s.cur
+	write := func(name string, v any) error { return artifact.WriteJSON(filepath.Join(a.dir, name), v) }
+	switch node {
+	case nodeSE:
+		if a.response != nil {
+			if err := artifact.WriteFileAtomic(filepath.Join(a.dir, "llm_response_raw.txt"), []byte(a.response.Content), 0o644); err != nil {
+				return err
+			}
+			if err := write("llm_response.json", a.response); err != nil {
+				return err
+			}
+		}
+		if a.proposal != nil {
+			return write("proposed_writes.json", a.proposal)
+		}
+	case nodeTR:
+		return write("write_result.json", a.write)
+	case nodePO:
+		if err := write("verify_result.json", nonNil(a.verify)); err != nil {
+			return err
+		}
+		return write("acceptance_result.json", nonNil(a.accept))
+	case nodeFinalize:
+		if a.brief != nil {
+			return write("failure_brief.json", a.brief)
+		}
+	}
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// finalize records the attempt, then either accepts it (PASS), or rolls the
+// repo back and decides whether another attempt can help.
+func (r *Run) finalize(ctx context.Context, s *state) error {
+	a := s.cur
+	if a.brief == nil {
+		hash, err := r.repo.TreeHash(ctx)
+		if err != nil {
+			return fmt.Errorf("tree hash after PASS: %w", err)
+		}
+		s.records = append(s.records, r.record(a))
+		s.verdict, s.treeHash, s.done = VerdictPass, hash, true
+		r.progress("attempt %d/%d: PASS (tree %s); changes left uncommitted in %s", a.index, r.opts.MaxAttempts, hash[:12], r.repo.Root)
+		return nil
+	}
+	removed, err := r.rollback(ctx, a.backups)
+	if err != nil {
+		return err
+	}
+	a.removed = removed
+	s.records = append(s.records, r.record(a))
+	r.progress("attempt %d/%d: FAIL (%s); rolled back to %s", a.index, r.opts.MaxAttempts, a.brief.Stage, r.baseline.Commit[:12])
+	s.previous = a.brief
+	if !a.brief.retryable() || a.index >= r.opts.MaxAttempts {
+		s.verdict, s.done = VerdictFail, true
+	}
+	return nil
+}
+
+// rollback restores the baseline: git for tracked and new files, then the
+// saved bytes of ignored files TR overwrote.
+func (r *Run) rollback(ctx context.Context, backups []backup) ([]string, error) {
+	removed, err := r.repo.Rollback(ctx, r.baseline)
+	if err != nil {
+		return nil, fmt.Errorf("rollback: %w", err)
+	}
+	for _, b := range backups {
+		if err := artifact.WriteFileAtomic(filepath.Join(r.repo.Root, filepath.FromSlash(b.path)), b.data, b.mode); err != nil {
+			return nil, fmt.Errorf("rollback: restore ignored file %s: %w", b.path, err)
+		}
+	}
+	return nonNil(removed), nil
+}
+
+func (r *Run) record(a *attempt) AttemptRecord {
+	rec := AttemptRecord{
+		AttemptIndex:   a.index,
+		BaselineCommit: r.baseline.Commit,
+		TouchedFiles:   nonNil(a.touched),
+		WriteOK:        a.write != nil && a.write.WriteOK,
+		Verify:         nonNil(a.verify),
+		Acceptance:     nonNil(a.accept),
+		FailureBrief:   a.brief,
+		RemovedIgnored: nonNil(a.removed),
+	}
+	if a.proposal != nil {
+		p := r.rel(filepath.Join(a.dir, "proposed_writes.json"))
+		rec.ProposalPath = &p
+	}
+	if a.response != nil {
+		rec.Usage = a.response.Usage
+	}
+	return rec
+}

@@ -1,0 +1,157 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/factory-harness/factory/internal/proc"
+)
+
+// cmdExcerptBytes bounds stdout/stderr excerpts kept in result files.
+const cmdExcerptBytes = 4000
+
+// po runs global verification, the postcondition gate and the acceptance
+// commands, stopping at the first failure.
+func (r *Run) po(ctx context.Context, s *state) error {
+	a := s.cur
+	for i, argv := range r.verifyCommands() {
+		res, err := r.runCommand(ctx, a, fmt.Sprintf("verify_%d", i+1), argv)
+		if err != nil {
+			return err
+		}
+		a.verify = append(a.verify, res)
+		if res.ExitCode != 0 {
+			a.brief = commandBrief(StageVerifyFailed, res)
+			return nil
+		}
+	}
+	if msg := r.checkConditions(r.opts.WorkOrder.Postconditions); msg != "" {
+		a.brief = newBrief(StageAcceptanceFailed, nil, nil, "postcondition failed after the writes: "+msg)
+		r.progress("attempt %d/%d: po: postcondition failed: %s", a.index, r.opts.MaxAttempts, msg)
+		return nil
+	}
+	for i, argv := range r.accept {
+		res, err := r.runCommand(ctx, a, fmt.Sprintf("acceptance_%d", i+1), argv)
+		if err != nil {
+			return err
+		}
+		a.accept = append(a.accept, res)
+		if res.ExitCode != 0 {
+			a.brief = commandBrief(StageAcceptanceFailed, res)
+			return nil
+		}
+	}
+	return nil
+}
+
+// verifyCommands applies the global verification rules (ARCHITECTURE "PO
+// Node"), evaluated after the writes: an override wins; a verify-exempt work
+// order only compiles; else scripts/verify.sh if present; else the fallback.
+func (r *Run) verifyCommands() [][]string {
+	py := r.opts.Python
+	switch {
+	case len(r.verify) > 0:
+		return r.verify
+	case r.opts.WorkOrder.VerifyExempt:
+		return [][]string{{py, "-m", "compileall", "-q", "."}}
+	}
+	if info, err := os.Lstat(filepath.Join(r.repo.Root, "scripts", "verify.sh")); err == nil && info.Mode().IsRegular() {
+		return [][]string{{"bash", "scripts/verify.sh"}}
+	}
+	return [][]string{
+		{py, "-m", "compileall", "-q", "."},
+		{py, "-m", "pip", "--version"},
+		{py, "-m", "pytest", "-q"},
+	}
+}
+
+// runCommand runs argv in the repo with logs in the attempt's logs/
+// directory. It returns an error only when the run itself was interrupted.
+func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []string) (CmdResult, error) {
+	stdout := filepath.Join(a.dir, "logs", name+".stdout.txt")
+	stderr := filepath.Join(a.dir, "logs", name+".stderr.txt")
+	res := proc.Run(ctx, proc.Spec{
+		Argv: argv, Dir: r.repo.Root, Timeout: r.opts.CommandTimeout, Stdout: stdout, Stderr: stderr,
+	})
+	if ctx.Err() != nil {
+		return CmdResult{}, ctx.Err()
+	}
+	out := CmdResult{
+		Command:         argv,
+		ExitCode:        res.ExitCode,
+		TimedOut:        res.TimedOut,
+		Error:           res.Err,
+		StdoutPath:      r.rel(stdout),
+		StderrPath:      r.rel(stderr),
+		DurationSeconds: res.Duration.Seconds(),
+	}
+	var err error
+	if out.StdoutTrunc, err = proc.Tail(stdout, cmdExcerptBytes); err != nil {
+		return CmdResult{}, fmt.Errorf("read log %s: %w", stdout, err)
+	}
+	if out.StderrTrunc, err = proc.Tail(stderr, cmdExcerptBytes); err != nil {
+		return CmdResult{}, fmt.Errorf("read log %s: %w", stderr, err)
+	}
+	status := fmt.Sprintf("exit %d", res.ExitCode)
+	if res.Err != "" {
+		status += " (" + res.Err + ")"
+	}
+	r.progress("attempt %d/%d: po: %s: %s → %s", a.index, r.opts.MaxAttempts, name, quoteArgv(argv), status)
+	return out, nil
+}
+
+// commandBrief summarises a failed command: why it stopped, then the tail of
+// stderr, topped up with the tail of stdout, within MaxExcerptChars.
+func commandBrief(stage string, res CmdResult) *FailureBrief {
+	cmd := quoteArgv(res.Command)
+	code := res.ExitCode
+	var head strings.Builder
+	fmt.Fprintf(&head, "%s exited with code %d", cmd, code)
+	if res.Error != "" {
+		fmt.Fprintf(&head, " (%s)", res.Error)
+	}
+	head.WriteString("\n")
+	room := MaxExcerptChars - len([]rune(head.String()))
+	stderr := lastChars(res.StderrTrunc, room)
+	room -= len([]rune(stderr))
+	stdout := ""
+	if room > 40 {
+		stdout = lastChars(res.StdoutTrunc, room-20)
+	}
+	excerpt := head.String()
+	if stderr != "" {
+		excerpt += "--- stderr ---\n" + stderr
+	}
+	if stdout != "" {
+		excerpt += "\n--- stdout ---\n" + stdout
+	}
+	return newBrief(stage, &cmd, &code, excerpt)
+}
+
+// lastChars keeps the last n characters of s.
+func lastChars(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[len(r)-n:])
+}
+
+// quoteArgv renders argv so it parses back to the same words.
+func quoteArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, w := range argv {
+		if w != "" && !strings.ContainsAny(w, " \t\n'\"\\$`|&;<>()*?[]#~=%{}") {
+			parts[i] = w
+			continue
+		}
+		parts[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,110 @@
+package factory
+
+import "github.com/factory-harness/factory/internal/llm"
+
+// Failure stages, as in the seeds (AGENTS.md §4.3).
+const (
+	StagePreflight           = "preflight"
+	StageLLMOutputInvalid    = "llm_output_invalid"
+	StageWriteScopeViolation = "write_scope_violation"
+	StageStaleContext        = "stale_context"
+	StageWriteFailed         = "write_failed"
+	StageVerifyFailed        = "verify_failed"
+	StageAcceptanceFailed    = "acceptance_failed"
+	StageException           = "exception"
+)
+
+// Verdicts of a run.
+const (
+	VerdictPass  = "PASS"
+	VerdictFail  = "FAIL"
+	VerdictError = "ERROR" // interrupted, internal error or replay mismatch; the repo was rolled back
+)
+
+// MaxExcerptChars bounds the error excerpt that reaches the model.
+const MaxExcerptChars = 2000
+
+// constraintsReminder is repeated in every FailureBrief so a retry does not
+// drift from the contract.
+const constraintsReminder = "Write only paths listed in allowed_files and never a forbidden path. " +
+	"Give every write the base_sha256 of the file's current content as shown in the prompt " +
+	"(the empty-content hash " + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" + " for a new file). " +
+	"Each write is the complete new file content, text only. " +
+	"Reply with one JSON object {\"summary\", \"writes\"} and nothing else."
+
+// FailureBrief is the bounded account of a failed attempt given to the next
+// attempt's prompt. Full logs stay in files.
+type FailureBrief struct {
+	Stage               string  `json:"stage"`
+	Command             *string `json:"command"`
+	ExitCode            *int    `json:"exit_code"`
+	PrimaryErrorExcerpt string  `json:"primary_error_excerpt"`
+	ConstraintsReminder string  `json:"constraints_reminder"`
+}
+
+// retryable reports whether another attempt can change the outcome: a
+// violated precondition is a plan bug and a failed disk write is an
+// environment problem, so neither is retried.
+func (b *FailureBrief) retryable() bool {
+	return b.Stage != StagePreflight && b.Stage != StageWriteFailed
+}
+
+// CmdResult is one executed command. Paths are relative to the run directory.
+type CmdResult struct {
+	Command         []string `json:"command"`
+	ExitCode        int      `json:"exit_code"`
+	TimedOut        bool     `json:"timed_out"`
+	Error           string   `json:"error,omitempty"`
+	StdoutTrunc     string   `json:"stdout_trunc"`
+	StderrTrunc     string   `json:"stderr_trunc"`
+	StdoutPath      string   `json:"stdout_path"`
+	StderrPath      string   `json:"stderr_path"`
+	DurationSeconds float64  `json:"duration_seconds"`
+}
+
+// WriteResult is write_result.json.
+type WriteResult struct {
+	WriteOK      bool          `json:"write_ok"`
+	TouchedFiles []string      `json:"touched_files"`
+	Errors       []string      `json:"errors"`
+	Files        []WrittenFile `json:"files"`
+}
+
+// WrittenFile records one applied write.
+type WrittenFile struct {
+	Path         string `json:"path"`
+	Created      bool   `json:"created"`
+	SHA256Before string `json:"sha256_before"`
+	SHA256After  string `json:"sha256_after"`
+	Bytes        int    `json:"bytes"`
+}
+
+// AttemptRecord summarises one attempt in run_summary.json.
+type AttemptRecord struct {
+	AttemptIndex   int           `json:"attempt_index"`
+	BaselineCommit string        `json:"baseline_commit"`
+	ProposalPath   *string       `json:"proposal_path"`
+	TouchedFiles   []string      `json:"touched_files"`
+	WriteOK        bool          `json:"write_ok"`
+	Verify         []CmdResult   `json:"verify"`
+	Acceptance     []CmdResult   `json:"acceptance"`
+	FailureBrief   *FailureBrief `json:"failure_brief"`
+	// RemovedIgnored lists ignored files the attempt created and rollback removed.
+	RemovedIgnored []string  `json:"removed_ignored_files"`
+	Usage          llm.Usage `json:"usage"`
+}
+
+// RunSummary is run_summary.json, written at the end of every run.
+type RunSummary struct {
+	RunID             string          `json:"run_id"`
+	WorkOrderID       string          `json:"work_order_id"`
+	Verdict           string          `json:"verdict"`
+	TotalAttempts     int             `json:"total_attempts"`
+	MaxAttempts       int             `json:"max_attempts"`
+	BaselineCommit    string          `json:"baseline_commit"`
+	RepoTreeHashAfter *string         `json:"repo_tree_hash_after"`
+	LLMModel          string          `json:"llm_model"`
+	Attempts          []AttemptRecord `json:"attempts"`
+	Usage             llm.Usage       `json:"usage"`
+	Error             string          `json:"error,omitempty"`
+}

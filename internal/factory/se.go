@@ -1,0 +1,303 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/canon"
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// se starts an attempt: precondition gate, prompt, model call, strict parse.
+func (r *Run) se(ctx context.Context, s *state) error {
+	index := len(s.records) + 1
+	a := &attempt{index: index, dir: filepath.Join(r.runDir, fmt.Sprintf("attempt_%d", index))}
+	s.cur = a
+	if err := os.MkdirAll(filepath.Join(a.dir, "logs"), 0o755); err != nil {
+		return fmt.Errorf("create attempt directory: %w", err)
+	}
+	if msg := r.checkConditions(r.opts.WorkOrder.Preconditions); msg != "" {
+		a.brief = newBrief(StagePreflight, nil, nil, "PLANNER-CONTRACT BUG: precondition failed before any model call: "+msg)
+		return nil
+	}
+	prompt, err := r.buildPrompt(s.previous)
+	if err != nil {
+		return err
+	}
+	a.prompt = prompt.user
+	if err := writeText(filepath.Join(a.dir, "se_prompt.txt"), "### system\n"+prompt.system+"\n### user\n"+prompt.user); err != nil {
+		return err
+	}
+	req := llm.Request{
+		Model:       r.opts.ModelName,
+		Temperature: r.opts.Temperature,
+		Messages:    []llm.Message{{Role: "system", Content: prompt.system}, {Role: "user", Content: prompt.user}},
+	}
+	if r.opts.JSONSchema {
+		schema, err := workorder.ProposalResponseSchema()
+		if err != nil {
+			return err
+		}
+		req.SchemaName, req.Schema = "write_proposal", schema
+	}
+	r.progress("attempt %d/%d: se: asking %s for a write proposal", index, r.opts.MaxAttempts, r.opts.ModelName)
+	resp, err := r.opts.Model.Complete(ctx, req)
+	var mismatch *llm.ReplayMismatchError
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &mismatch):
+		return err // a replay that diverged cannot stand for the recorded run
+	case err != nil:
+		a.brief = newBrief(StageException, nil, nil, "model call failed: "+err.Error())
+		return nil
+	}
+	a.response = &resp
+	p, err := workorder.ParseProposal(resp.Content)
+	if err != nil {
+		a.brief = newBrief(StageLLMOutputInvalid, nil, nil, invalidReplyExcerpt(err, resp))
+		return nil
+	}
+	a.proposal = p
+	return nil
+}
+
+func invalidReplyExcerpt(err error, resp llm.Response) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The reply is not a valid write proposal: %v\n", err)
+	if resp.Refusal != "" {
+		fmt.Fprintf(&b, "The model refused: %s\n", resp.Refusal)
+	}
+	if resp.FinishReason == "length" {
+		b.WriteString("The reply was cut off at the output token limit; write fewer or smaller files.\n")
+	}
+	b.WriteString("Start of the reply:\n")
+	b.WriteString(resp.Content)
+	return b.String()
+}
+
+// checkConditions returns "" when every condition holds, else what failed.
+func (r *Run) checkConditions(conds []workorder.Condition) string {
+	var failed []string
+	for _, c := range conds {
+		_, err := os.Lstat(filepath.Join(r.repo.Root, filepath.FromSlash(c.Path)))
+		exists := err == nil
+		if c.Kind == workorder.FileExists && !exists {
+			failed = append(failed, fmt.Sprintf("%s %s: the file does not exist", c.Kind, c.Path))
+		}
+		if c.Kind == workorder.FileAbsent && exists {
+			failed = append(failed, fmt.Sprintf("%s %s: the file exists", c.Kind, c.Path))
+		}
+	}
+	return strings.Join(failed, "; ")
+}
+
+type prompt struct{ system, user string }
+
+const systemPrompt = `You are the SE (software engineer) step of a deterministic build harness.
+You propose complete new contents for files. The harness, not you, checks the proposal,
+writes the files, runs global verification and the acceptance commands, and decides
+PASS or FAIL. You cannot run commands.
+
+Reply with exactly one JSON object and nothing else: no prose, no markdown fences.
+Its shape:
+{"summary": "<one or two sentences>",
+ "writes": [{"path": "<an allowed file>", "base_sha256": "<sha256 of its current content>", "content": "<the complete new file content>"}]}
+
+Rules the harness enforces (a violation fails the attempt and nothing is written):
+- "writes" is non-empty; each path is written exactly as listed under allowed files, at most once.
+- "base_sha256" is the sha256 shown for that file in this prompt; for a file that does
+  not exist yet it is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.
+- "content" is the whole file, not a diff; text only; at most 200 KB per file and 500 KB in all.
+- Never write a forbidden path.
+- Commands run without a shell and files are written without executable bits: scripts are
+  run as "bash scripts/x.sh" or "python x.py", never "./x".`
+
+func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
+	wo := r.opts.WorkOrder
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Work order %s: %s\n\n## Intent\n%s\n", wo.ID, wo.Title, wo.Intent)
+	if wo.Notes != nil && strings.TrimSpace(*wo.Notes) != "" {
+		fmt.Fprintf(&b, "\n## Notes\n%s\n", *wo.Notes)
+	}
+	b.WriteString("\n## Allowed files (the only paths you may write)\n")
+	for _, p := range wo.AllowedFiles {
+		sum, exists, err := r.fileHash(p)
+		if err != nil {
+			return prompt{}, err
+		}
+		state := "exists"
+		if !exists {
+			state = "does not exist yet"
+		}
+		fmt.Fprintf(&b, "- %s (%s; current sha256 %s)\n", p, state, sum)
+	}
+	b.WriteString("\n## Forbidden (never write these; entries with spaces are rules to follow)\n")
+	if len(wo.Forbidden) == 0 {
+		b.WriteString("- (none beyond the allowed-files rule)\n")
+	}
+	for _, f := range wo.Forbidden {
+		fmt.Fprintf(&b, "- %s\n", f)
+	}
+	b.WriteString("\n## Acceptance commands (run in order from the repository root after global verification; each must exit 0)\n")
+	for _, c := range wo.AcceptanceCommands {
+		fmt.Fprintf(&b, "- %s\n", c)
+	}
+	fmt.Fprintf(&b, "\n## Global verification\n%s\n", r.verifyRule())
+	if len(wo.Postconditions) > 0 {
+		b.WriteString("\n## Postconditions (checked after your writes)\n")
+		for _, c := range wo.Postconditions {
+			fmt.Fprintf(&b, "- %s %s\n", c.Kind, c.Path)
+		}
+	}
+	b.WriteString("\n## Context files\n")
+	if len(wo.ContextFiles) == 0 {
+		b.WriteString("(none)\n")
+	}
+	budget := workorder.ContextReadBudget
+	for _, p := range wo.ContextFiles {
+		section, used, err := r.contextSection(p, budget)
+		if err != nil {
+			return prompt{}, err
+		}
+		budget -= used
+		b.WriteString(section)
+	}
+	if previous != nil {
+		b.WriteString("\n## The previous attempt failed; the repository was rolled back to the baseline\n")
+		fmt.Fprintf(&b, "stage: %s\n", previous.Stage)
+		if previous.Command != nil {
+			fmt.Fprintf(&b, "command: %s\n", *previous.Command)
+		}
+		if previous.ExitCode != nil {
+			fmt.Fprintf(&b, "exit code: %d\n", *previous.ExitCode)
+		}
+		fmt.Fprintf(&b, "error excerpt:\n%s\n", fence(previous.PrimaryErrorExcerpt))
+		fmt.Fprintf(&b, "reminder: %s\n", previous.ConstraintsReminder)
+	}
+	b.WriteString("\nReply now with the JSON object only.\n")
+	return prompt{system: systemPrompt, user: b.String()}, nil
+}
+
+func (r *Run) verifyRule() string {
+	if len(r.verify) > 0 {
+		return "The harness runs: " + strings.Join(r.opts.VerifyCommands, "; ")
+	}
+	if r.opts.WorkOrder.VerifyExempt {
+		return "This work order is verify-exempt: the harness runs only `" + r.opts.Python + " -m compileall -q .`."
+	}
+	return "If scripts/verify.sh exists after your writes, the harness runs `bash scripts/verify.sh`; otherwise `" +
+		r.opts.Python + " -m compileall -q .`, `" + r.opts.Python + " -m pip --version` and `" + r.opts.Python + " -m pytest -q`."
+}
+
+// fileHash returns the sha256 of a repo file's current bytes, or of empty
+// bytes when it does not exist.
+func (r *Run) fileHash(p string) (string, bool, error) {
+	data, err := r.readRepoFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return workorder.EmptySHA256, false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return canon.SHA256Hex(data), true, nil
+}
+
+// readRepoFile reads a regular file in the repo without following a
+// symlink anywhere on its path, so context can never leak files from outside.
+func (r *Run) readRepoFile(p string) ([]byte, error) {
+	if err := checkNoSymlink(r.repo.Root, p); err != nil {
+		return nil, err
+	}
+	full := filepath.Join(r.repo.Root, filepath.FromSlash(p))
+	info, err := os.Lstat(full)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	return os.ReadFile(full)
+}
+
+// contextSection renders one context file within the remaining budget and
+// reports how many budget bytes it used. Truncation keeps the first bytes,
+// cut on a UTF-8 boundary, so it is deterministic.
+func (r *Run) contextSection(p string, budget int) (string, int, error) {
+	data, err := r.readRepoFile(p)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Sprintf("\n### %s\n(does not exist yet; base_sha256 for a new file is %s)\n", p, workorder.EmptySHA256), 0, nil
+	case err != nil:
+		return fmt.Sprintf("\n### %s\n(not shown: %v)\n", p, err), 0, nil
+	}
+	sum := canon.SHA256Hex(data)
+	head := fmt.Sprintf("\n### %s (sha256 %s, %d bytes)\n", p, sum, len(data))
+	if !utf8.Valid(data) || strings.ContainsRune(string(data), 0) {
+		return head + "(binary file, not shown)\n", 0, nil
+	}
+	shown := data
+	note := ""
+	if len(shown) > budget {
+		cut := max(budget, 0)
+		for cut > 0 && !utf8.RuneStart(shown[cut]) {
+			cut--
+		}
+		shown = shown[:cut]
+		note = fmt.Sprintf("[context budget reached: showing the first %d of %d bytes; the sha256 above is of the whole file]\n", cut, len(data))
+	}
+	return head + fence(string(shown)) + "\n" + note, len(shown), nil
+}
+
+// fence wraps text in a backtick fence longer than any backtick run inside.
+func fence(text string) string {
+	longest, run := 0, 0
+	for _, c := range text {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", max(3, longest+1))
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return f + "\n" + text + f
+}
+
+func writeText(path, text string) error {
+	return artifact.WriteFileAtomic(path, []byte(text), 0o644)
+}
+
+// newBrief builds a FailureBrief with the excerpt cut to MaxExcerptChars,
+// keeping the end, where errors usually are.
+func newBrief(stage string, command *string, exitCode *int, excerpt string) *FailureBrief {
+	return &FailureBrief{
+		Stage:               stage,
+		Command:             command,
+		ExitCode:            exitCode,
+		PrimaryErrorExcerpt: truncateChars(excerpt, MaxExcerptChars),
+		ConstraintsReminder: constraintsReminder,
+	}
+}
+
+// truncateChars keeps at most n characters: the head when the text is a
+// message (it starts with the cause), marked where it was cut.
+func truncateChars(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	const marker = "\n[... truncated]"
+	keep := n - utf8.RuneCountInString(marker)
+	runes := []rune(s)
+	return string(runes[:keep]) + marker
+}

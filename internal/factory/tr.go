@@ -1,0 +1,167 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/canon"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// tr validates the whole proposal before the first byte is written, then
+// applies the writes atomically, file by file.
+func (r *Run) tr(ctx context.Context, s *state) error {
+	a := s.cur
+	res := &WriteResult{TouchedFiles: []string{}, Errors: []string{}, Files: []WrittenFile{}}
+	a.write = res
+	fail := func(stage string, problems []string) error {
+		res.Errors = problems
+		a.brief = newBrief(stage, nil, nil, strings.Join(problems, "\n"))
+		r.progress("attempt %d/%d: tr: refused (%s): %s", a.index, r.opts.MaxAttempts, stage, summarize(problems, 3))
+		return nil
+	}
+
+	paths, problems := r.checkScope(a.proposal)
+	res.TouchedFiles = sortedCopy(paths)
+	a.touched = res.TouchedFiles
+	if len(problems) > 0 {
+		return fail(StageWriteScopeViolation, problems)
+	}
+	var stale []string
+	current := make([]fileState, len(paths))
+	for i, p := range paths {
+		st, err := r.currentFile(p)
+		if err != nil {
+			return fail(StageWriteScopeViolation, []string{err.Error()})
+		}
+		current[i] = st
+		if want := a.proposal.Writes[i].BaseSHA256; st.sha256 != want {
+			stale = append(stale, fmt.Sprintf("%s: base_sha256 %s does not match the current content (sha256 %s)", p, want, st.sha256))
+		}
+	}
+	if len(stale) > 0 {
+		return fail(StageStaleContext, stale)
+	}
+
+	for i, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st, content := current[i], []byte(a.proposal.Writes[i].Content)
+		if st.exists && r.baseline.IsIgnored(p) {
+			a.backups = append(a.backups, backup{path: p, data: st.data, mode: st.mode})
+		}
+		full := filepath.Join(r.repo.Root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return fail(StageWriteFailed, []string{fmt.Sprintf("%s: create parent directories: %v", p, err)})
+		}
+		mode := fs.FileMode(0o644)
+		if st.exists {
+			mode = st.mode
+		}
+		if err := artifact.WriteFileAtomic(full, content, mode); err != nil {
+			return fail(StageWriteFailed, []string{fmt.Sprintf("%s: %v", p, err)})
+		}
+		res.Files = append(res.Files, WrittenFile{
+			Path: p, Created: !st.exists, SHA256Before: st.sha256, SHA256After: canon.SHA256Hex(content), Bytes: len(content),
+		})
+	}
+	res.WriteOK = true
+	r.progress("attempt %d/%d: tr: wrote %d file(s): %s", a.index, r.opts.MaxAttempts, len(paths), summarize(res.TouchedFiles, 5))
+	return nil
+}
+
+// checkScope normalises every proposed path and reports each one that is
+// duplicated, unsafe, outside allowed_files or forbidden.
+func (r *Run) checkScope(p *workorder.WriteProposal) ([]string, []string) {
+	var paths, problems []string
+	seen := map[string]bool{}
+	for i, w := range p.Writes {
+		clean, err := workorder.NormalizePath(w.Path)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("writes[%d]: %v", i, err))
+			paths = append(paths, w.Path)
+			continue
+		}
+		paths = append(paths, clean)
+		switch {
+		case seen[clean]:
+			problems = append(problems, fmt.Sprintf("writes[%d]: %s is written more than once", i, clean))
+		case r.opts.WorkOrder.IsForbidden(clean):
+			problems = append(problems, fmt.Sprintf("writes[%d]: %s is forbidden by the work order", i, clean))
+		case !r.opts.WorkOrder.IsAllowed(clean):
+			problems = append(problems, fmt.Sprintf("writes[%d]: %s is not in allowed_files", i, clean))
+		default:
+			if err := checkNoSymlink(r.repo.Root, clean); err != nil {
+				problems = append(problems, fmt.Sprintf("writes[%d]: %v", i, err))
+			}
+		}
+		seen[clean] = true
+	}
+	return paths, problems
+}
+
+// checkNoSymlink walks p from the repo root and refuses a symlink at any
+// component and a parent that is not a directory: a write must land on the
+// path it names, inside the repository.
+func checkNoSymlink(root, p string) error {
+	parts := strings.Split(p, "/")
+	cur := root
+	for i, part := range parts {
+		cur = filepath.Join(cur, part)
+		info, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // the rest will be created
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", p, err)
+		}
+		at := strings.Join(parts[:i+1], "/")
+		if info.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %s is a symlink; the harness never writes or reads through symlinks", p, at)
+		}
+		if i < len(parts)-1 && !info.IsDir() {
+			return fmt.Errorf("%s: %s is not a directory", p, at)
+		}
+		if i == len(parts)-1 && !info.Mode().IsRegular() {
+			return fmt.Errorf("%s: exists and is not a regular file", p)
+		}
+	}
+	return nil
+}
+
+type fileState struct {
+	exists bool
+	data   []byte
+	mode   fs.FileMode
+	sha256 string
+}
+
+func (r *Run) currentFile(p string) (fileState, error) {
+	full := filepath.Join(r.repo.Root, filepath.FromSlash(p))
+	info, err := os.Lstat(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileState{sha256: workorder.EmptySHA256}, nil
+	}
+	if err != nil {
+		return fileState{}, fmt.Errorf("%s: %v", p, err)
+	}
+	data, err := os.ReadFile(full)
+	if err != nil {
+		return fileState{}, fmt.Errorf("%s: %v", p, err)
+	}
+	return fileState{exists: true, data: data, mode: info.Mode().Perm(), sha256: canon.SHA256Hex(data)}, nil
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return nonNil(out)
+}

@@ -1,0 +1,459 @@
+// Package gitws runs git as a subprocess: preflight checks, baseline snapshots, exact rollback and tree hashes.
+package gitws
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/factory-harness/factory/internal/proc"
+)
+
+// ErrNotGitRepo is returned (wrapped) by Open when the directory is not inside a git work tree.
+var ErrNotGitRepo = errors.New("not a git repository")
+
+// ErrNoCommits is returned (wrapped) by Head when HEAD does not point at a commit yet.
+var ErrNoCommits = errors.New("repository has no commits")
+
+// Repo is a git work tree addressed by its root.
+type Repo struct {
+	Root string // absolute work-tree root with symlinks resolved
+}
+
+// gitPrefix keeps user configuration from running code (hooks, fsmonitor)
+// or changing how paths are printed.
+var gitPrefix = []string{
+	"git",
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "core.fsmonitor=false",
+	"-c", "core.quotepath=false",
+}
+
+// repoLocationVars would make git operate on a repository, index or object
+// store other than the one at Root (for example when factory itself runs
+// from a git hook), so they are never inherited.
+var repoLocationVars = []string{
+	"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+	"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+}
+
+// gitEnv returns os.Environ() without repoLocationVars, plus the settings
+// every call needs and extra. Later entries win in os/exec, so extra can
+// override the defaults.
+func gitEnv(readOnly bool, extra ...string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(repoLocationVars, name)
+	})
+	env = append(env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	if readOnly {
+		// Stops status and friends from refreshing the user's index behind their back.
+		env = append(env, "GIT_OPTIONAL_LOCKS=0")
+	}
+	return append(env, extra...)
+}
+
+func runGit(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	argv := append(slices.Clone(gitPrefix), args...)
+	return proc.Output(ctx, dir, argv, env)
+}
+
+// query runs a read-only git command in the work tree.
+func (r *Repo) query(ctx context.Context, args ...string) ([]byte, error) {
+	return runGit(ctx, r.Root, gitEnv(true), args...)
+}
+
+// mutate runs a git command that may write to the repository.
+func (r *Repo) mutate(ctx context.Context, args ...string) ([]byte, error) {
+	return runGit(ctx, r.Root, gitEnv(false), args...)
+}
+
+// Open returns the Repo whose work-tree root is dir. A subdirectory of a work
+// tree is rejected so that Rollback and TreeHash always cover the whole tree.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
+	}
+	root, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
+	}
+	env := gitEnv(true)
+	out, err := runGit(ctx, root, env, "rev-parse", "--is-inside-work-tree")
+	if err != nil {
+		var re *proc.RunError
+		if errors.As(err, &re) && strings.Contains(re.Stderr, "not a git repository") {
+			return nil, fmt.Errorf("open git repo %s: %w", dir, ErrNotGitRepo)
+		}
+		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
+	}
+	if strings.TrimSpace(string(out)) != "true" {
+		return nil, fmt.Errorf("open git repo %s: %w: no work tree here (bare repository or inside .git)", dir, ErrNotGitRepo)
+	}
+	out, err = runGit(ctx, root, env, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
+	}
+	top, err := filepath.EvalSymlinks(strings.TrimSuffix(string(out), "\n"))
+	if err != nil {
+		return nil, fmt.Errorf("open git repo %s: resolve work tree root: %w", dir, err)
+	}
+	if top != root {
+		return nil, fmt.Errorf("open git repo %s: it is a subdirectory of the work tree %s; pass the work tree root", dir, top)
+	}
+	return &Repo{Root: root}, nil
+}
+
+// Head returns the full commit hash of HEAD, or an error wrapping ErrNoCommits
+// when the current branch is unborn.
+func (r *Repo) Head(ctx context.Context) (string, error) {
+	out, err := r.query(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+	if err != nil {
+		var re *proc.RunError
+		// With -q --verify, exit status 1 (rather than 128) means only that HEAD does not resolve.
+		if errors.As(err, &re) && re.ExitCode == 1 {
+			return "", fmt.Errorf("git head in %s: %w", r.Root, ErrNoCommits)
+		}
+		return "", fmt.Errorf("git head in %s: %w", r.Root, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Dirty lists what makes the tree unclean: staged, unstaged and untracked
+// (not ignored) changes, as sorted porcelain v1 lines such as "?? new.txt" or
+// " M a.py". Empty means clean. Renames are reported as a deletion plus an
+// addition (--no-renames) so that every entry names exactly one path.
+func (r *Repo) Dirty(ctx context.Context) ([]string, error) {
+	out, err := r.query(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all",
+		"--ignore-submodules=none", "--no-renames")
+	if err != nil {
+		return nil, fmt.Errorf("git status in %s: %w", r.Root, err)
+	}
+	lines := splitNUL(out)
+	slices.Sort(lines)
+	return lines, nil
+}
+
+// Baseline is the state Rollback restores.
+type Baseline struct {
+	Commit string
+	// Ignored holds the sorted, slash-separated, root-relative paths of every
+	// ignored file present (symlinks count as files). Git lists a repository
+	// nested inside an ignored directory once, as its path with a trailing "/".
+	Ignored []string
+	// EmptyDirs holds the sorted, slash-separated, root-relative paths of the
+	// empty directories present (outside .git). Git cannot see them, so
+	// without this Rollback could not tell a baseline directory such as a
+	// virtualenv's empty include/ from one the attempt created.
+	EmptyDirs []string
+}
+
+// keeps reports whether Rollback must keep the untracked path p: it is in
+// Ignored, or inside a nested repository listed there (whose files git
+// lists one by one once the attempt deletes that repository's .git).
+func (b Baseline) keeps(p string) bool {
+	if b.IsIgnored(p) {
+		return true
+	}
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if b.IsIgnored(dir + "/") {
+			return true
+		}
+	}
+	return false
+}
+
+// wasEmptyDir reports whether dir was an empty directory at baseline.
+func (b Baseline) wasEmptyDir(dir string) bool {
+	_, found := slices.BinarySearch(b.EmptyDirs, dir)
+	return found
+}
+
+// IsIgnored reports whether path, slash-separated and relative to the root,
+// was an ignored file at baseline.
+func (b Baseline) IsIgnored(path string) bool {
+	_, found := slices.BinarySearch(b.Ignored, path)
+	return found
+}
+
+// Snapshot records HEAD, the ignored files and the empty directories
+// present. It does not record uncommitted or untracked (non-ignored) work:
+// take it on a clean tree (Dirty empty), since Rollback discards such work.
+func (r *Repo) Snapshot(ctx context.Context) (Baseline, error) {
+	head, err := r.Head(ctx)
+	if err != nil {
+		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
+	}
+	// Without --directory, files inside ignored directories are listed one by one.
+	out, err := r.query(ctx, "ls-files", "-z", "--others", "--ignored", "--exclude-standard")
+	if err != nil {
+		return Baseline{}, fmt.Errorf("snapshot %s: list ignored files: %w", r.Root, err)
+	}
+	ignored := splitNUL(out)
+	slices.Sort(ignored)
+	var empty []string
+	if err := findEmptyDirs(r.Root, ".", &empty); err != nil {
+		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
+	}
+	slices.Sort(empty)
+	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty}, nil
+}
+
+// findEmptyDirs appends the empty directories at or below rel to out,
+// skipping .git directories. Like git, it passes over directories it may not
+// read: Rollback cannot remove anything inside them either.
+func findEmptyDirs(root, rel string, out *[]string) error {
+	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find empty directories: %w", err)
+	}
+	if len(entries) == 0 && rel != "." {
+		*out = append(*out, rel)
+	}
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != ".git" {
+			if err := findEmptyDirs(root, path.Join(rel, e.Name()), out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Rollback restores the work tree to b and returns the sorted paths it
+// deleted: every untracked file or symlink present that is not in b.Ignored,
+// whether ignored or not. Directories left empty by those deletions are
+// removed too, except the root, .git, b.EmptyDirs, and ancestors of
+// b.Ignored paths, b.EmptyDirs or tracked files. It is idempotent.
+//
+// Rollback never deletes a path in b.Ignored, and it never deletes untracked
+// nested repositories (as git clean -fd would not): it leaves new ones in
+// place and reports them in its error.
+//
+// It deliberately does not run git clean: an untracked .gitignore created by
+// the attempt (say "!*.log") can un-ignore baseline files and make git clean
+// delete them. Instead it lists every untracked file with ls-files --others
+// and no exclude rules, so ignore rules cannot change what it keeps.
+func (r *Repo) Rollback(ctx context.Context, b Baseline) (removed []string, err error) {
+	short := b.Commit
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	fail := func(err error) ([]string, error) {
+		return removed, fmt.Errorf("git rollback to %s: %w", short, err)
+	}
+	if !isHexHash(b.Commit) {
+		return fail(fmt.Errorf("baseline commit %q is not a full hex object id", b.Commit))
+	}
+	// A plain reset --hard deletes files that are in the index but not in the
+	// target, so a baseline ignored file the attempt staged or committed
+	// (git add -f .env) would be lost. Resetting the index first turns such
+	// files back into untracked ones that the pass below keeps.
+	if _, err := r.mutate(ctx, "reset", "-q", b.Commit, "--"); err != nil {
+		return fail(err)
+	}
+	if _, err := r.mutate(ctx, "reset", "-q", "--hard", b.Commit, "--"); err != nil {
+		return fail(err)
+	}
+	out, err := r.query(ctx, "ls-files", "-z", "--others")
+	if err != nil {
+		return fail(fmt.Errorf("list untracked files: %w", err))
+	}
+	var errs []error
+	var nested []string
+	for _, p := range splitNUL(out) {
+		if b.keeps(p) || inDotGit(p) {
+			continue
+		}
+		if strings.HasSuffix(p, "/") {
+			nested = append(nested, p)
+			continue
+		}
+		if err := os.Remove(r.abs(p)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, p)
+	}
+	slices.Sort(removed)
+	if err := r.pruneEmptyDirs(ctx, b, removed); err != nil {
+		errs = append(errs, err)
+	}
+	if len(nested) > 0 {
+		slices.Sort(nested)
+		errs = append(errs, fmt.Errorf("left untracked nested repositories in place: %s", strings.Join(nested, ", ")))
+	}
+	if len(errs) > 0 {
+		return fail(errors.Join(errs...))
+	}
+	return removed, nil
+}
+
+// pruneEmptyDirs removes the directories that deleting removed left empty.
+// Deepest directories go first so that a parent is judged after its children.
+func (r *Repo) pruneEmptyDirs(ctx context.Context, b Baseline, removed []string) error {
+	seen := map[string]bool{}
+	var dirs []string
+	for _, p := range removed {
+		for dir := path.Dir(p); dir != "." && !seen[dir]; dir = path.Dir(dir) {
+			seen[dir] = true
+			dirs = append(dirs, dir)
+		}
+	}
+	slices.SortFunc(dirs, func(a, b string) int {
+		return strings.Count(b, "/") - strings.Count(a, "/")
+	})
+	var tracked []string
+	trackedLoaded := false // deferred until some directory is empty
+	for _, dir := range dirs {
+		if hasUnder(b.Ignored, dir) || hasUnder(b.EmptyDirs, dir) || b.wasEmptyDir(dir) {
+			continue
+		}
+		empty, err := isEmptyDir(r.abs(dir))
+		if err != nil {
+			return err
+		}
+		if !empty {
+			continue
+		}
+		if !trackedLoaded {
+			out, err := r.query(ctx, "ls-files", "-z")
+			if err != nil {
+				return fmt.Errorf("list tracked files: %w", err)
+			}
+			tracked = splitNUL(out)
+			slices.Sort(tracked)
+			trackedLoaded = true
+		}
+		// Matters in sparse checkouts, where tracked files may be absent from disk.
+		if hasUnder(tracked, dir) {
+			continue
+		}
+		if err := os.Remove(r.abs(dir)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isEmptyDir reports whether dir is an empty directory; a missing path is
+// not one (something else already removed it).
+func isEmptyDir(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if len(names) > 0 {
+		return false, nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("read directory %s: %w", dir, err)
+	}
+	return true, nil
+}
+
+// TreeHash returns the git tree id of the work tree as git add -A would stage
+// it on top of HEAD: tracked changes plus untracked, non-ignored files. It
+// stages into a throwaway index in a private temporary directory, so the
+// user's index is never read or written; blobs do land in the object store.
+func (r *Repo) TreeHash(ctx context.Context) (string, error) {
+	tmp, err := os.MkdirTemp("", "gitws-index-")
+	if err != nil {
+		return "", fmt.Errorf("git tree hash of %s: %w", r.Root, err)
+	}
+	defer os.RemoveAll(tmp)
+	// read-tree refuses an existing empty file, so the index path must not
+	// exist yet; the directory also holds git's index.lock. A split index
+	// would write shared index files into .git, hence core.splitIndex=false.
+	env := gitEnv(true, "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
+	var out []byte
+	for _, step := range [][]string{{"read-tree", "HEAD"}, {"add", "-A"}, {"write-tree"}} {
+		args := append([]string{"-c", "core.splitIndex=false"}, step...)
+		if out, err = runGit(ctx, r.Root, env, args...); err != nil {
+			return "", fmt.Errorf("git tree hash of %s: %w", r.Root, err)
+		}
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Tracked reports whether path (relative to the root) names a file, symlink
+// or submodule in HEAD's tree; directories are not tracked in this sense. It
+// asks git ls-tree so the answer ignores whatever the index holds.
+func (r *Repo) Tracked(ctx context.Context, p string) (bool, error) {
+	clean := path.Clean(filepath.ToSlash(p))
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return false, fmt.Errorf("git tracked %q: path must be relative to the work tree root", p)
+	}
+	// GIT_LITERAL_PATHSPECS keeps a leading ":" from being read as pathspec magic.
+	out, err := runGit(ctx, r.Root, gitEnv(true, "GIT_LITERAL_PATHSPECS=1"),
+		"ls-tree", "-z", "HEAD", "--", clean)
+	if err != nil {
+		return false, fmt.Errorf("git tracked %q in %s: %w", p, r.Root, err)
+	}
+	for _, entry := range splitNUL(out) {
+		// Entry format: "<mode> SP <type> SP <object> TAB <path>".
+		meta, name, ok := strings.Cut(entry, "\t")
+		if ok && name == clean && !strings.Contains(meta, " tree ") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// abs converts a slash-separated root-relative path from git to a filesystem path.
+func (r *Repo) abs(p string) string {
+	return filepath.Join(r.Root, filepath.FromSlash(p))
+}
+
+// splitNUL splits -z output into its non-empty fields.
+func splitNUL(out []byte) []string {
+	var fields []string
+	for _, f := range bytes.Split(out, []byte{0}) {
+		if len(f) > 0 {
+			fields = append(fields, string(f))
+		}
+	}
+	return fields
+}
+
+// hasUnder reports whether sorted holds a path inside directory dir.
+func hasUnder(sorted []string, dir string) bool {
+	prefix := dir + "/"
+	i, _ := slices.BinarySearch(sorted, prefix)
+	return i < len(sorted) && strings.HasPrefix(sorted[i], prefix)
+}
+
+// inDotGit reports whether p has a .git component; git never lists such
+// paths, and Rollback must never touch them even if it did.
+func inDotGit(p string) bool {
+	return slices.Contains(strings.Split(strings.TrimSuffix(p, "/"), "/"), ".git")
+}
+
+func isHexHash(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}

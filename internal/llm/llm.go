@@ -1,0 +1,61 @@
+// Package llm is the one place that talks to language models: a Model
+// interface, an OpenAI-compatible Chat Completions client, and record/replay
+// of transcripts behind the same interface.
+package llm
+
+import (
+	"context"
+
+	"github.com/factory-harness/factory/internal/canon"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"` // "system" or "user"
+	Content string `json:"content"`
+}
+
+// Request is everything that decides a model reply; its hash identifies an
+// exchange in a transcript.
+type Request struct {
+	Model       string    `json:"model"`
+	Temperature float64   `json:"temperature"`
+	Messages    []Message `json:"messages"`
+	// SchemaName and Schema, when set, ask for strict JSON-schema output.
+	SchemaName string         `json:"schema_name,omitempty"`
+	Schema     map[string]any `json:"schema,omitempty"`
+}
+
+// Hash is the hex SHA-256 of the request's canonical JSON.
+func (r Request) Hash() string {
+	b, err := canon.JSON(r)
+	if err != nil {
+		// Request holds only strings, numbers and JSON-decoded maps.
+		panic("llm: request is not JSON-encodable: " + err.Error())
+	}
+	return canon.SHA256Hex(b)
+}
+
+// Usage counts tokens as the server reported them.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// Response is a model reply.
+type Response struct {
+	Content      string `json:"content"`
+	Refusal      string `json:"refusal,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Model        string `json:"model,omitempty"` // as reported by the server
+	Usage        Usage  `json:"usage"`
+	// Degraded lists request features the server rejected and the client
+	// dropped to get an answer (e.g. "response_format"), for the audit trail.
+	Degraded []string `json:"degraded,omitempty"`
+}
+
+// Model answers one request.
+type Model interface {
+	Complete(ctx context.Context, req Request) (Response, error)
+}

@@ -1,0 +1,187 @@
+package llm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Exchange is one line of a JSONL transcript.
+type Exchange struct {
+	Seq           int       `json:"seq"`
+	RequestSHA256 string    `json:"request_sha256"`
+	Request       Request   `json:"request"`
+	Response      *Response `json:"response,omitempty"`
+	Error         string    `json:"error,omitempty"` // the call failed; replay fails the same way
+}
+
+// Recorder passes requests to a model and appends every exchange, failed
+// ones included, to a JSONL transcript.
+type Recorder struct {
+	Model Model
+	Path  string
+
+	mu  sync.Mutex
+	seq int
+}
+
+// Complete implements Model.
+func (r *Recorder) Complete(ctx context.Context, req Request) (Response, error) {
+	resp, err := r.Model.Complete(ctx, req)
+	if ctx.Err() != nil {
+		return resp, err // an interrupted call is not an answer worth replaying
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	ex := Exchange{Seq: r.seq, RequestSHA256: req.Hash(), Request: req}
+	if err != nil {
+		ex.Error = err.Error()
+	} else {
+		ex.Response = &resp
+	}
+	if werr := appendLine(r.Path, ex); werr != nil {
+		return Response{}, fmt.Errorf("record transcript: %w", werr)
+	}
+	return resp, err
+}
+
+func appendLine(path string, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Replayer answers requests from a transcript, in order, without a network.
+type Replayer struct {
+	path      string
+	exchanges []Exchange
+
+	mu   sync.Mutex
+	next int
+}
+
+// ReplayMismatchError reports the first request that is not the one the
+// transcript recorded. A run that hits it cannot be a faithful replay.
+type ReplayMismatchError struct {
+	Path   string
+	Seq    int
+	Detail string
+}
+
+func (e *ReplayMismatchError) Error() string {
+	return fmt.Sprintf("replay %s: request #%d differs from the transcript: %s", e.Path, e.Seq, e.Detail)
+}
+
+// errModelFailed carries a recorded model failure back to the caller.
+var errModelFailed = errors.New("recorded model call failed")
+
+// LoadReplayer reads a transcript written by Recorder.
+func LoadReplayer(path string) (*Replayer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript: %w", err)
+	}
+	r := &Replayer{path: path}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var ex Exchange
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ex); err != nil {
+			return nil, fmt.Errorf("transcript %s line %d: %w", path, n, err)
+		}
+		if ex.Response == nil && ex.Error == "" {
+			return nil, fmt.Errorf("transcript %s line %d: exchange has neither a response nor an error", path, n)
+		}
+		r.exchanges = append(r.exchanges, ex)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read transcript %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Complete implements Model.
+func (r *Replayer) Complete(_ context.Context, req Request) (Response, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq := r.next + 1
+	if r.next >= len(r.exchanges) {
+		return Response{}, &ReplayMismatchError{Path: r.path, Seq: seq,
+			Detail: fmt.Sprintf("the transcript holds only %d exchange(s)", len(r.exchanges))}
+	}
+	ex := r.exchanges[r.next]
+	if got := req.Hash(); got != ex.RequestSHA256 {
+		return Response{}, &ReplayMismatchError{Path: r.path, Seq: seq, Detail: firstDifference(ex.Request, req)}
+	}
+	r.next++
+	if ex.Error != "" {
+		return Response{}, fmt.Errorf("%w: %s", errModelFailed, ex.Error)
+	}
+	return *ex.Response, nil
+}
+
+// firstDifference names the first field where two requests differ.
+func firstDifference(recorded, now Request) string {
+	switch {
+	case recorded.Model != now.Model:
+		return fmt.Sprintf("model is %q, recorded %q", now.Model, recorded.Model)
+	case recorded.Temperature != now.Temperature:
+		return fmt.Sprintf("temperature is %v, recorded %v", now.Temperature, recorded.Temperature)
+	case len(recorded.Messages) != len(now.Messages):
+		return fmt.Sprintf("%d messages, recorded %d", len(now.Messages), len(recorded.Messages))
+	}
+	for i := range now.Messages {
+		a, b := recorded.Messages[i], now.Messages[i]
+		if a.Role != b.Role {
+			return fmt.Sprintf("messages[%d].role is %q, recorded %q", i, b.Role, a.Role)
+		}
+		if a.Content != b.Content {
+			at := commonPrefix(a.Content, b.Content)
+			return fmt.Sprintf("messages[%d].content differs at byte %d: now %q, recorded %q",
+				i, at, window(b.Content, at), window(a.Content, at))
+		}
+	}
+	if recorded.SchemaName != now.SchemaName {
+		return fmt.Sprintf("schema_name is %q, recorded %q", now.SchemaName, recorded.SchemaName)
+	}
+	return "the response schema differs"
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func window(s string, at int) string {
+	end := min(at+60, len(s))
+	return s[at:end]
+}

@@ -1,0 +1,149 @@
+// Package llmtest is a scripted OpenAI-compatible Chat Completions server on
+// 127.0.0.1 for offline tests: it answers requests with queued replies, in
+// order, and keeps every request it received.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Reply is one scripted answer. Content becomes choices[0].message.content;
+// a non-zero Status sends an error response with Body instead.
+type Reply struct {
+	Content string
+	Status  int
+	Body    string
+	Delay   time.Duration
+}
+
+// Server is a running scripted server.
+type Server struct {
+	URL string // base URL, ending in /v1
+
+	mu       sync.Mutex
+	replies  []Reply
+	requests []map[string]any
+}
+
+// Start serves replies until the test ends. A request beyond the script gets
+// a 500 so an unexpected extra call fails loudly.
+func Start(t testing.TB, replies ...Reply) *Server {
+	t.Helper()
+	s := &Server{replies: replies}
+	ts := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(ts.Close)
+	s.URL = ts.URL + "/v1"
+	return s
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	if len(s.replies) == 0 {
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, `{"error":{"message":"llmtest: script exhausted","type":"server_error"}}`)
+		return
+	}
+	reply := s.replies[0]
+	s.replies = s.replies[1:]
+	s.mu.Unlock()
+
+	if reply.Delay > 0 {
+		select {
+		case <-time.After(reply.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if reply.Status != 0 {
+		w.WriteHeader(reply.Status)
+		io.WriteString(w, reply.Body)
+		return
+	}
+	model, _ := req["model"].(string)
+	resp := map[string]any{
+		"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
+		"choices": []any{map[string]any{
+			"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": reply.Content},
+		}},
+		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+	}
+	json.NewEncoder(w).Encode(resp)
+}
+
+// Requests returns the decoded request bodies received so far.
+func (s *Server) Requests() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[string]any(nil), s.requests...)
+}
+
+// UserPrompt returns the user message of request i.
+func (s *Server) UserPrompt(i int) string {
+	reqs := s.Requests()
+	if i >= len(reqs) {
+		return ""
+	}
+	msgs, _ := reqs[i]["messages"].([]any)
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		if mm["role"] == "user" {
+			c, _ := mm["content"].(string)
+			return c
+		}
+	}
+	return ""
+}
+
+// Remaining reports how many scripted replies were not used.
+func (s *Server) Remaining() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.replies)
+}
+
+// Proposal renders a write proposal as the model would send it.
+func Proposal(summary string, writes ...Write) string {
+	type fw struct {
+		Path       string `json:"path"`
+		BaseSHA256 string `json:"base_sha256"`
+		Content    string `json:"content"`
+	}
+	p := struct {
+		Summary string `json:"summary"`
+		Writes  []fw   `json:"writes"`
+	}{Summary: summary}
+	for _, w := range writes {
+		p.Writes = append(p.Writes, fw(w))
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("llmtest: %v", err))
+	}
+	return string(b)
+}
+
+// Write is one file write in a Proposal.
+type Write struct{ Path, BaseSHA256, Content string }

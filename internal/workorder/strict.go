@@ -1,0 +1,171 @@
+package workorder
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// DecodeStrict decodes one JSON value into v (a pointer to a struct) and
+// rejects what encoding/json lets through: unknown fields, missing required
+// fields (tag `jsonschema:"required"`), null for a required field, duplicate
+// keys, trailing data and invalid UTF-8. Error messages name the field by its
+// JSON path, e.g. `writes[1].base_sha256`.
+func DecodeStrict(data []byte, v any) error {
+	if !utf8.Valid(data) {
+		return errors.New("input is not valid UTF-8")
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return errors.New("DecodeStrict needs a non-nil pointer")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("invalid JSON: unexpected data after the top-level value")
+	}
+	if err := checkShape(raw, rv.Type().Elem(), ""); err != nil {
+		return err
+	}
+	typed := json.NewDecoder(bytes.NewReader(raw))
+	if err := typed.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s: expected %s, got JSON %s", fieldOr(te.Field), te.Type, te.Value)
+		}
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return nil
+}
+
+func fieldOr(f string) string {
+	if f == "" {
+		return "top-level value"
+	}
+	return f
+}
+
+// checkShape walks raw alongside the Go type t, checking object keys.
+func checkShape(raw json.RawMessage, t reflect.Type, at string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if bytes.Equal(trimmed, []byte("null")) {
+		return nil // nullability of the field itself is checked by the parent
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return checkObject(trimmed, t, at)
+	case reflect.Slice:
+		if len(trimmed) == 0 || trimmed[0] != '[' {
+			return fmt.Errorf("%s: expected a JSON array", fieldOr(at))
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(trimmed, &items); err != nil {
+			return fmt.Errorf("%s: %w", fieldOr(at), err)
+		}
+		for i, item := range items {
+			if err := checkShape(item, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkObject(raw []byte, t reflect.Type, at string) error {
+	if len(raw) == 0 || raw[0] != '{' {
+		return fmt.Errorf("%s: expected a JSON object", fieldOr(at))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("%s: %w", fieldOr(at), err)
+	}
+	seen := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("%s: %w", fieldOr(at), err)
+		}
+		key := tok.(string)
+		if _, dup := seen[key]; dup {
+			return fmt.Errorf("%s: duplicate key %q", fieldOr(at), key)
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return fmt.Errorf("%s: %w", join(at, key), err)
+		}
+		seen[key] = val
+	}
+	fields := jsonFields(t)
+	for key := range seen {
+		if _, ok := fields[key]; !ok {
+			return fmt.Errorf("%s: unknown field (allowed: %s)", join(at, key), strings.Join(sortedKeys(fields), ", "))
+		}
+	}
+	for _, name := range sortedKeys(fields) {
+		f := fields[name]
+		val, ok := seen[name]
+		required := hasTagOption(f.Tag.Get("jsonschema"), "required")
+		switch {
+		case !ok && required:
+			return fmt.Errorf("%s: required field is missing", join(at, name))
+		case !ok:
+			continue
+		case required && bytes.Equal(bytes.TrimSpace(val), []byte("null")):
+			return fmt.Errorf("%s: required field must not be null", join(at, name))
+		}
+		if err := checkShape(val, f.Type, join(at, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func join(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
+}
+
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f
+	}
+	return out
+}
+
+func hasTagOption(tag, opt string) bool {
+	for _, o := range strings.Split(tag, ",") {
+		if o == opt {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

@@ -1,0 +1,218 @@
+// Package workorder defines the work order and write proposal contracts,
+// their strict decoding and validation, canonical JSON and run ids. It is
+// pure: no I/O beyond what callers hand it.
+package workorder
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/factory-harness/factory/internal/canon"
+)
+
+// Limits shared by the factory and the planner.
+const (
+	MaxContextFiles   = 10
+	ContextReadBudget = 200 * 1024 // bytes of context file content shown to the model, all files together
+	MaxWriteBytes     = 200 * 1024 // per written file
+	MaxProposalBytes  = 500 * 1024 // all written contents of one proposal together
+	// MaxReplyBytes bounds a raw model reply before parsing; JSON escaping
+	// can make a legal proposal up to about twice its content size.
+	MaxReplyBytes = 2*MaxProposalBytes + 64*1024
+)
+
+// Condition kinds.
+const (
+	FileExists = "file_exists"
+	FileAbsent = "file_absent"
+)
+
+// Condition is a filesystem fact checked before the model is called
+// (preconditions) or after the writes (postconditions).
+type Condition struct {
+	Kind string `json:"kind" jsonschema:"required,enum=file_exists,enum=file_absent"`
+	Path string `json:"path" jsonschema:"required"`
+}
+
+// WorkOrder is one unit of work for `factory run`.
+type WorkOrder struct {
+	ID                 string      `json:"id" jsonschema:"required,minLength=1"`
+	Title              string      `json:"title" jsonschema:"required,minLength=1"`
+	Intent             string      `json:"intent" jsonschema:"required,minLength=1"`
+	Preconditions      []Condition `json:"preconditions"`
+	Postconditions     []Condition `json:"postconditions"`
+	AllowedFiles       []string    `json:"allowed_files" jsonschema:"required,minItems=1"`
+	Forbidden          []string    `json:"forbidden" jsonschema:"required"`
+	AcceptanceCommands []string    `json:"acceptance_commands" jsonschema:"required,minItems=1"`
+	ContextFiles       []string    `json:"context_files" jsonschema:"required,maxItems=10"`
+	Notes              *string     `json:"notes" jsonschema:"oneof_type=string;null"`
+	VerifyExempt       bool        `json:"verify_exempt"`
+}
+
+// ParseWorkOrder strictly decodes and validates a work order. Paths in the
+// result are normalised and nil lists are empty, so the canonical JSON of the
+// result does not depend on how the file was written.
+func ParseWorkOrder(data []byte) (*WorkOrder, error) {
+	var w WorkOrder
+	if err := DecodeStrict(data, &w); err != nil {
+		return nil, err
+	}
+	if err := w.Normalize(); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Normalize validates w in place: path rules, limits, condition kinds and the
+// allowed/forbidden overlap. It reports every problem, not just the first.
+func (w *WorkOrder) Normalize() error {
+	var errs []error
+	bad := func(field string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	for field, s := range map[string]string{"id": w.ID, "title": w.Title, "intent": w.Intent} {
+		if strings.TrimSpace(s) == "" {
+			bad(field, "must not be empty")
+		}
+	}
+	normList := func(field string, list []string) []string {
+		out := make([]string, 0, len(list))
+		for i, p := range list {
+			clean, err := NormalizePath(p)
+			if err != nil {
+				bad(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+				clean = p
+			}
+			out = append(out, clean)
+		}
+		return out
+	}
+	w.AllowedFiles = normList("allowed_files", w.AllowedFiles)
+	w.ContextFiles = normList("context_files", w.ContextFiles)
+	if len(w.AllowedFiles) == 0 {
+		bad("allowed_files", "must list at least one file")
+	}
+	if len(w.ContextFiles) > MaxContextFiles {
+		bad("context_files", "lists %d files; at most %d are allowed", len(w.ContextFiles), MaxContextFiles)
+	}
+	if len(w.AcceptanceCommands) == 0 {
+		bad("acceptance_commands", "must list at least one command")
+	}
+	for i, c := range w.AcceptanceCommands {
+		if strings.TrimSpace(c) == "" {
+			bad(fmt.Sprintf("acceptance_commands[%d]", i), "must not be empty")
+		}
+	}
+	if w.Forbidden == nil {
+		w.Forbidden = []string{}
+	}
+	normConds := func(field string, conds []Condition, onlyExists bool) []Condition {
+		out := make([]Condition, 0, len(conds))
+		for i, c := range conds {
+			at := fmt.Sprintf("%s[%d]", field, i)
+			if c.Kind != FileExists && c.Kind != FileAbsent {
+				bad(at+".kind", "must be %q or %q, not %q", FileExists, FileAbsent, c.Kind)
+			} else if onlyExists && c.Kind != FileExists {
+				bad(at+".kind", "postconditions may only use %q", FileExists)
+			}
+			clean, err := NormalizePath(c.Path)
+			if err != nil {
+				bad(at+".path", "%v", err)
+				clean = c.Path
+			}
+			out = append(out, Condition{Kind: c.Kind, Path: clean})
+		}
+		return out
+	}
+	w.Preconditions = normConds("preconditions", w.Preconditions, false)
+	w.Postconditions = normConds("postconditions", w.Postconditions, true)
+	for i, p := range w.AllowedFiles {
+		if w.IsForbidden(p) {
+			bad(fmt.Sprintf("allowed_files[%d]", i), "%q is also covered by forbidden; a file cannot be both", p)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+// IsAllowed reports whether the normalised path p is in allowed_files.
+func (w *WorkOrder) IsAllowed(p string) bool {
+	for _, a := range w.AllowedFiles {
+		if a == p {
+			return true
+		}
+	}
+	return false
+}
+
+// RunID is sha256(canonical_json(work_order) + baseline_commit)[:16], hex.
+func RunID(w *WorkOrder, baselineCommit string) (string, error) {
+	b, err := canon.JSON(w)
+	if err != nil {
+		return "", fmt.Errorf("canonical JSON of work order %s: %w", w.ID, err)
+	}
+	return canon.SHA256Hex(append(b, baselineCommit...))[:16], nil
+}
+
+// FileWrite is one full-file write proposed by the model.
+type FileWrite struct {
+	Path       string `json:"path" jsonschema:"required"`
+	BaseSHA256 string `json:"base_sha256" jsonschema:"required,pattern=^[0-9a-f]{64}$"`
+	Content    string `json:"content" jsonschema:"required"`
+}
+
+// WriteProposal is the only thing the model may produce.
+type WriteProposal struct {
+	Summary string      `json:"summary" jsonschema:"required"`
+	Writes  []FileWrite `json:"writes" jsonschema:"required,minItems=1"`
+}
+
+// EmptySHA256 is the base hash of a file that does not exist yet.
+const EmptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ParseProposal strictly parses a raw model reply. The whole reply must be
+// one JSON object: prose or markdown fences around it are rejected, never
+// repaired. Path safety, scope and hashes are the TR node's job; this checks
+// shape, text-only content and size limits.
+func ParseProposal(reply string) (*WriteProposal, error) {
+	if len(reply) > MaxReplyBytes {
+		return nil, fmt.Errorf("reply is %d bytes; the limit is %d", len(reply), MaxReplyBytes)
+	}
+	trimmed := strings.TrimSpace(reply)
+	if !strings.HasPrefix(trimmed, "{") {
+		return nil, errors.New("reply does not start with a JSON object; send only the JSON object, no prose or markdown fences")
+	}
+	var p WriteProposal
+	if err := DecodeStrict([]byte(trimmed), &p); err != nil {
+		return nil, err
+	}
+	if len(p.Writes) == 0 {
+		return nil, errors.New("writes: must contain at least one write")
+	}
+	total := 0
+	for i, wr := range p.Writes {
+		at := fmt.Sprintf("writes[%d]", i)
+		if !sha256Hex.MatchString(wr.BaseSHA256) {
+			return nil, fmt.Errorf("%s.base_sha256: %q is not 64 lowercase hex digits", at, wr.BaseSHA256)
+		}
+		if strings.ContainsRune(wr.Content, 0) {
+			return nil, fmt.Errorf("%s.content: contains a NUL byte; only text files can be written", at)
+		}
+		if len(wr.Content) > MaxWriteBytes {
+			return nil, fmt.Errorf("%s.content: %d bytes exceeds the per-file limit of %d", at, len(wr.Content), MaxWriteBytes)
+		}
+		total += len(wr.Content)
+	}
+	if total > MaxProposalBytes {
+		return nil, fmt.Errorf("writes: %d bytes in total exceeds the per-proposal limit of %d", total, MaxProposalBytes)
+	}
+	return &p, nil
+}
