@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
@@ -24,10 +26,12 @@ type attempt struct {
 	touched  []string
 	write    *WriteResult
 	backups  []backup
-	verify   []CmdResult
-	accept   []CmdResult
-	brief    *FailureBrief
-	removed  []string
+	// createdDirs are directories TR created, parents first.
+	createdDirs []string
+	verify      []CmdResult
+	accept      []CmdResult
+	brief       *FailureBrief
+	removed     []string
 }
 
 // backup keeps an ignored file's bytes before TR overwrites it: git cannot
@@ -132,11 +136,11 @@ func (r *Run) runGraph(ctx context.Context, runDir string, s *state) (err error)
 func (r *Run) emergencyRollback(s *state) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var backups []backup
-	if s.cur != nil {
-		backups = s.cur.backups
+	a := s.cur
+	if a == nil {
+		a = &attempt{}
 	}
-	_, err := r.rollback(ctx, backups)
+	_, err := r.rollback(ctx, a)
 	if err == nil {
 		r.progress("rolled back to %s", r.baseline.Commit[:12])
 	}
@@ -238,7 +242,7 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 		r.progress("attempt %d/%d: PASS (tree %s); changes left uncommitted in %s", a.index, r.opts.MaxAttempts, hash[:12], r.repo.Root)
 		return nil
 	}
-	removed, err := r.rollback(ctx, a.backups)
+	removed, err := r.rollback(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -253,13 +257,19 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 }
 
 // rollback restores the baseline: git for tracked and new files, then the
-// saved bytes of ignored files TR overwrote.
-func (r *Run) rollback(ctx context.Context, backups []backup) ([]string, error) {
+// saved bytes of ignored files TR overwrote, then the directories TR created.
+func (r *Run) rollback(ctx context.Context, a *attempt) ([]string, error) {
 	removed, err := r.repo.Rollback(ctx, r.baseline)
 	if err != nil {
 		return nil, fmt.Errorf("rollback: %w", err)
 	}
-	for _, b := range backups {
+	for i := len(a.createdDirs) - 1; i >= 0; i-- {
+		// Only empty ones: a directory someone else filled is not ours to remove.
+		if err := os.Remove(a.createdDirs[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(err) {
+			return nil, fmt.Errorf("rollback: remove directory %s: %w", a.createdDirs[i], err)
+		}
+	}
+	for _, b := range a.backups {
 		if err := artifact.WriteFileAtomic(filepath.Join(r.repo.Root, filepath.FromSlash(b.path)), b.data, b.mode); err != nil {
 			return nil, fmt.Errorf("rollback: restore ignored file %s: %w", b.path, err)
 		}
@@ -286,4 +296,8 @@ func (r *Run) record(a *attempt) AttemptRecord {
 		rec.Usage = a.response.Usage
 	}
 	return rec
+}
+
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }

@@ -130,14 +130,14 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 	b.WriteString("\n## Allowed files (the only paths you may write)\n")
 	for _, p := range wo.AllowedFiles {
 		sum, exists, err := r.fileHash(p)
-		if err != nil {
-			return prompt{}, err
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "- %s (unusable: %v)\n", p, err)
+		case exists:
+			fmt.Fprintf(&b, "- %s (exists; current sha256 %s)\n", p, sum)
+		default:
+			fmt.Fprintf(&b, "- %s (does not exist yet; current sha256 %s)\n", p, sum)
 		}
-		state := "exists"
-		if !exists {
-			state = "does not exist yet"
-		}
-		fmt.Fprintf(&b, "- %s (%s; current sha256 %s)\n", p, state, sum)
 	}
 	b.WriteString("\n## Forbidden (never write these; entries with spaces are rules to follow)\n")
 	if len(wo.Forbidden) == 0 {

@@ -39,7 +39,9 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 	for i, p := range paths {
 		st, err := r.currentFile(p)
 		if err != nil {
-			return fail(StageWriteScopeViolation, []string{err.Error()})
+			// Nothing is written yet, but the path cannot be used: an I/O
+			// problem, not something the model can fix by retrying.
+			return fail(StageWriteFailed, []string{err.Error()})
 		}
 		current[i] = st
 		if want := a.proposal.Writes[i].BaseSHA256; st.sha256 != want {
@@ -59,7 +61,9 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 			a.backups = append(a.backups, backup{path: p, data: st.data, mode: st.mode})
 		}
 		full := filepath.Join(r.repo.Root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		created, err := mkdirAll(filepath.Dir(full))
+		a.createdDirs = append(a.createdDirs, created...)
+		if err != nil {
 			return fail(StageWriteFailed, []string{fmt.Sprintf("%s: create parent directories: %v", p, err)})
 		}
 		mode := fs.FileMode(0o644)
@@ -164,4 +168,26 @@ func sortedCopy(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return nonNil(out)
+}
+
+// mkdirAll creates dir and its missing parents and returns the directories
+// it created, parents first, so rollback can remove them again (git does not
+// track directories, so it cannot).
+func mkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	slices.Reverse(missing)
+	var created []string
+	for _, d := range missing {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return created, err
+		}
+		created = append(created, d)
+	}
+	return created, nil
 }

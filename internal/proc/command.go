@@ -14,9 +14,10 @@ const noShell = "(commands run without a shell)"
 // ParseCommand splits one command line into argv with POSIX shell quoting rules and accepts only a single
 // simple command made of literal words.
 //
-// The result matches Python's shlex.split for the accepted subset. Anything a shell would expand or
-// interpret (operators, redirections, expansions, globs, a leading ~, assignments, comments) is refused
-// rather than passed on literally, because no shell will ever see the words.
+// Quotes and backslashes are removed as a POSIX shell would, which matches Python's shlex.split except
+// that inside double quotes a backslash also escapes $ and `. Anything a shell would expand or interpret
+// (operators, redirections, expansions, globs, a leading ~, assignments, comments) is refused rather
+// than passed on literally, because no shell will ever see the words.
 func ParseCommand(line string) ([]string, error) {
 	if strings.TrimSpace(line) == "" {
 		return nil, refuse(line, "the command is empty")
@@ -113,18 +114,29 @@ func compoundName(cmd syntax.Command) string {
 // would expand.
 func literalWord(w *syntax.Word) (string, error) {
 	var sb strings.Builder
-	for i, part := range w.Parts {
-		switch p := part.(type) {
+	parts := w.Parts
+	for i := 0; i < len(parts); i++ {
+		switch p := parts[i].(type) {
 		case *syntax.Lit:
-			// $'…' and $"…" mean different things to different shells; refuse rather than pick one.
+			// The parser splits literal text at each '$' and some line continuations; escapes and the
+			// checks for expansions work on the whole.
+			start, text := i, p.Value
+			for i+1 < len(parts) {
+				next, ok := parts[i+1].(*syntax.Lit)
+				if !ok {
+					break
+				}
+				text += next.Value
+				i++
+			}
 			quoteNext := false
-			if i+1 < len(w.Parts) {
-				switch w.Parts[i+1].(type) {
+			if i+1 < len(parts) {
+				switch parts[i+1].(type) {
 				case *syntax.SglQuoted, *syntax.DblQuoted:
 					quoteNext = true
 				}
 			}
-			if err := unquotedLit(&sb, p.Value, i == 0, quoteNext); err != nil {
+			if err := unquotedLit(&sb, text, start == 0, quoteNext); err != nil {
 				return "", err
 			}
 		case *syntax.SglQuoted:
@@ -136,7 +148,7 @@ func literalWord(w *syntax.Word) (string, error) {
 			if p.Dollar {
 				return "", errors.New(`$"..." quoting is not allowed; use plain double quotes`)
 			}
-			// The parser splits the text at each '$' and line continuation; escapes work on the whole.
+			// As for unquoted text, the parser may split this at each '$' and line continuation.
 			var text strings.Builder
 			for _, inner := range p.Parts {
 				lit, ok := inner.(*syntax.Lit)
@@ -149,7 +161,7 @@ func literalWord(w *syntax.Word) (string, error) {
 				return "", err
 			}
 		default:
-			return "", expansionError(part)
+			return "", expansionError(p)
 		}
 	}
 	return sb.String(), nil

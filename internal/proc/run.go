@@ -169,6 +169,7 @@ func Output(ctx context.Context, dir string, argv []string, env []string) ([]byt
 	return out, e
 }
 
+// readAll reads f from its start: the child's writes have moved the offset it shares with us.
 func readAll(f *os.File) ([]byte, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
