@@ -217,8 +217,10 @@ func TestRunFailureStages(t *testing.T) {
 		excerpt  string
 	}{
 		{
-			name:     "preflight: precondition false, model never called, not retried",
-			edit:     func(wo map[string]any) { wo["preconditions"] = []map[string]string{{"kind": "file_absent", "path": "calc.py"}} },
+			name: "preflight: precondition false, model never called, not retried",
+			edit: func(wo map[string]any) {
+				wo["preconditions"] = []map[string]string{{"kind": "file_absent", "path": "calc.py"}}
+			},
 			stage:    factory.StagePreflight,
 			attempts: 1, requests: 0, excerpt: "PLANNER-CONTRACT BUG",
 		},
