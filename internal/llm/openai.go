@@ -82,7 +82,7 @@ func rejects(err error, words ...string) bool {
 	if !errors.As(err, &apiErr) || (apiErr.StatusCode != http.StatusBadRequest && apiErr.StatusCode != http.StatusUnprocessableEntity) {
 		return false
 	}
-	msg := strings.ToLower(apiErr.Error())
+	msg := strings.ToLower(apiErr.Message + " " + apiErr.Param + " " + apiErr.Code)
 	for _, w := range words {
 		if strings.Contains(msg, w) {
 			return true
@@ -119,6 +119,12 @@ func (c *OpenAIChat) complete(ctx context.Context, req Request, useSchema, useTe
 	}
 	cc, err := c.client.Chat.Completions.New(ctx, params)
 	if err != nil {
+		// The SDK's error text is only the status; the server's message is
+		// what tells the user (and the next attempt) what went wrong.
+		var apiErr *openai.Error
+		if errors.As(err, &apiErr) && apiErr.Message != "" {
+			return Response{}, fmt.Errorf("chat completion with model %s: %w: %s", req.Model, err, apiErr.Message)
+		}
 		return Response{}, fmt.Errorf("chat completion with model %s: %w", req.Model, err)
 	}
 	if len(cc.Choices) == 0 {

@@ -1,0 +1,187 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/factory-harness/factory/internal/llmtest"
+)
+
+func request() Request {
+	return Request{
+		Model: "m", Temperature: 0,
+		Messages: []Message{{Role: "system", Content: "sys"}, {Role: "user", Content: "do the thing"}},
+	}
+}
+
+func withSchema(r Request) Request {
+	r.SchemaName = "write_proposal"
+	r.Schema = map[string]any{"type": "object", "additionalProperties": false}
+	return r
+}
+
+func client(url string) *OpenAIChat {
+	return NewOpenAIChat(OpenAIConfig{APIKey: "k", BaseURL: url, Timeout: 20 * time.Second, MaxRetries: 1})
+}
+
+func TestOpenAIChat(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Reply{Content: `{"ok":true}`})
+	resp, err := client(srv.URL).Complete(context.Background(), withSchema(request()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Content != `{"ok":true}` || resp.Usage.TotalTokens != 120 || resp.FinishReason != "stop" || len(resp.Degraded) != 0 {
+		t.Errorf("resp = %+v", resp)
+	}
+	got := srv.Requests()[0]
+	rf, _ := got["response_format"].(map[string]any)
+	js, _ := rf["json_schema"].(map[string]any)
+	if rf["type"] != "json_schema" || js["strict"] != true || js["name"] != "write_proposal" {
+		t.Errorf("response_format = %v", rf)
+	}
+	if got["temperature"] != 0.0 || got["model"] != "m" {
+		t.Errorf("request = %v", got)
+	}
+}
+
+func TestOpenAIChatDegrades(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		dropped  []string
+		absent   string
+		degrades bool
+	}{
+		{name: "response_format refused", body: `{"error":{"message":"response_format json_schema is not supported"}}`, dropped: []string{"response_format"}, absent: "response_format", degrades: true},
+		{name: "temperature refused", body: `{"error":{"message":"Unsupported value: 'temperature' does not support 0"}}`, dropped: []string{"temperature"}, absent: "temperature", degrades: true},
+		{name: "other 400 is an error", body: `{"error":{"message":"model not found"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.Start(t, llmtest.Reply{Status: 400, Body: tt.body}, llmtest.Reply{Content: "{}"})
+			resp, err := client(srv.URL).Complete(context.Background(), withSchema(request()))
+			if !tt.degrades {
+				if err == nil || !strings.Contains(err.Error(), "model not found") {
+					t.Fatalf("err = %v, want the server's message", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.dropped, resp.Degraded); diff != "" {
+				t.Errorf("degraded (-want +got):\n%s", diff)
+			}
+			if _, ok := srv.Requests()[1][tt.absent]; ok {
+				t.Errorf("retry still sent %s", tt.absent)
+			}
+		})
+	}
+}
+
+func TestOpenAIChatRetriesServerErrors(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Reply{Status: 503, Body: `{"error":{"message":"busy"}}`}, llmtest.Reply{Content: "{}"})
+	if _, err := client(srv.URL).Complete(context.Background(), request()); err != nil {
+		t.Fatalf("a 503 then success should succeed: %v", err)
+	}
+}
+
+func TestRecordThenReplay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	srv := llmtest.Start(t, llmtest.Reply{Content: "first"}, llmtest.Reply{Status: 400, Body: `{"error":{"message":"nope"}}`})
+	rec := &Recorder{Model: client(srv.URL), Path: path}
+	r1, r2 := request(), request()
+	r2.Messages[1].Content = "second"
+	if resp, err := rec.Complete(context.Background(), r1); err != nil || resp.Content != "first" {
+		t.Fatalf("record 1: %v %+v", err, resp)
+	}
+	if _, err := rec.Complete(context.Background(), r2); err == nil {
+		t.Fatal("record 2: want the server's error")
+	}
+
+	rep, err := LoadReplayer(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := rep.Complete(context.Background(), r1); err != nil || resp.Content != "first" || resp.Usage.TotalTokens != 120 {
+		t.Fatalf("replay 1: %v %+v", err, resp)
+	}
+	if _, err := rep.Complete(context.Background(), r2); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("replay 2: err = %v, want the recorded failure", err)
+	}
+	var mismatch *ReplayMismatchError
+	if _, err := rep.Complete(context.Background(), r1); !errors.As(err, &mismatch) || !strings.Contains(err.Error(), "request #3") || !strings.Contains(err.Error(), "only 2 exchange") {
+		t.Fatalf("replay 3: err = %v, want exhausted transcript", err)
+	}
+}
+
+func TestReplayMismatchNamesFirstDifference(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	srv := llmtest.Start(t, llmtest.Reply{Content: "x"})
+	if _, err := (&Recorder{Model: client(srv.URL), Path: path}).Complete(context.Background(), request()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit func(*Request)
+		want string
+	}{
+		{name: "model", edit: func(r *Request) { r.Model = "other" }, want: `model is "other", recorded "m"`},
+		{name: "temperature", edit: func(r *Request) { r.Temperature = 0.5 }, want: "temperature is 0.5"},
+		{name: "message", edit: func(r *Request) { r.Messages[1].Content = "do the other thing" }, want: "messages[1].content differs at byte 7"},
+		{name: "schema", edit: func(r *Request) { *r = withSchema(*r) }, want: "schema_name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := LoadReplayer(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request()
+			tt.edit(&req)
+			_, err = rep.Complete(context.Background(), req)
+			var mismatch *ReplayMismatchError
+			if !errors.As(err, &mismatch) || mismatch.Seq != 1 || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want request #1 and %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadReplayerRejectsBadTranscripts(t *testing.T) {
+	tests := map[string]string{
+		"not json":        "{nope\n",
+		"unknown field":   `{"seq":1,"request_sha256":"x","request":{},"response":{"content":""},"extra":1}` + "\n",
+		"neither outcome": `{"seq":1,"request_sha256":"x","request":{}}` + "\n",
+	}
+	for name, content := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "t.jsonl")
+			os.WriteFile(path, []byte(content), 0o644)
+			if _, err := LoadReplayer(path); err == nil || !strings.Contains(err.Error(), "line 1") {
+				t.Errorf("err = %v, want an error naming line 1", err)
+			}
+		})
+	}
+	if _, err := LoadReplayer(filepath.Join(t.TempDir(), "missing.jsonl")); err == nil {
+		t.Error("missing transcript: want an error")
+	}
+}
+
+func TestRequestHashIsStable(t *testing.T) {
+	a, b := withSchema(request()), withSchema(request())
+	if a.Hash() != b.Hash() || len(a.Hash()) != 64 {
+		t.Fatalf("hash not stable: %s %s", a.Hash(), b.Hash())
+	}
+	b.Messages[0].Content += " "
+	if a.Hash() == b.Hash() {
+		t.Fatal("hash ignores message content")
+	}
+}
