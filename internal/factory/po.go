@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/proc"
 )
@@ -104,29 +105,26 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 }
 
 // commandBrief summarises a failed command: why it stopped, then the tail of
-// stderr, topped up with the tail of stdout, within MaxExcerptChars.
+// stderr, topped up with the tail of stdout, all within MaxExcerptChars so the
+// tails (where errors are) survive.
 func commandBrief(stage string, res CmdResult) *FailureBrief {
 	cmd := quoteArgv(res.Command)
 	code := res.ExitCode
-	var head strings.Builder
-	fmt.Fprintf(&head, "%s exited with code %d", cmd, code)
+	head := fmt.Sprintf("%s exited with code %d", truncateChars(cmd, 300), code)
 	if res.Error != "" {
-		fmt.Fprintf(&head, " (%s)", res.Error)
+		head += " (" + res.Error + ")"
 	}
-	head.WriteString("\n")
-	room := MaxExcerptChars - len([]rune(head.String()))
+	head += "\n"
+	const errLabel, outLabel = "--- stderr ---\n", "\n--- stdout ---\n"
+	room := MaxExcerptChars - utf8.RuneCountInString(head+errLabel+outLabel)
 	stderr := lastChars(res.StderrTrunc, room)
-	room -= len([]rune(stderr))
-	stdout := ""
-	if room > 40 {
-		stdout = lastChars(res.StdoutTrunc, room-20)
-	}
-	excerpt := head.String()
+	stdout := lastChars(res.StdoutTrunc, room-utf8.RuneCountInString(stderr))
+	excerpt := head
 	if stderr != "" {
-		excerpt += "--- stderr ---\n" + stderr
+		excerpt += errLabel + stderr
 	}
 	if stdout != "" {
-		excerpt += "\n--- stdout ---\n" + stdout
+		excerpt += outLabel + stdout
 	}
 	return newBrief(stage, &cmd, &code, excerpt)
 }
