@@ -112,7 +112,7 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 		Repo: o.repo, WorkOrder: wo, Out: o.out,
 		Model: model, ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
 		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
-		VerifyCommands: o.verifyCommands, Python: python, Progress: progress,
+		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
 	})
 	if err != nil {
 		return err

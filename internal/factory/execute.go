@@ -20,7 +20,6 @@ import (
 type attempt struct {
 	index    int
 	dir      string // absolute attempt directory
-	prompt   string
 	response *llm.Response
 	proposal *workorder.WriteProposal
 	touched  []string

@@ -38,6 +38,10 @@ type Options struct {
 	// Python is the interpreter used by the built-in verification commands.
 	Python string
 
+	// RecordPath is the transcript the model records to, if any: like Out it
+	// must be outside the repo, or rollback would delete it.
+	RecordPath string
+
 	// Progress receives one human-readable line per step; nil discards.
 	Progress io.Writer
 }
@@ -91,8 +95,16 @@ func Preflight(ctx context.Context, opts Options) (*Run, error) {
 		}
 		return nil, preflightf("repository %s: %v", repo.Root, err)
 	}
-	if err := checkOutOutsideRepo(opts.Out, repo.Root); err != nil {
+	if err := checkOutside("--out", opts.Out, repo.Root); err != nil {
 		return nil, err
+	}
+	if info, err := os.Stat(opts.Out); err == nil && !info.IsDir() {
+		return nil, preflightf("--out %s exists and is not a directory", opts.Out)
+	}
+	if opts.RecordPath != "" {
+		if err := checkOutside("--record", opts.RecordPath, repo.Root); err != nil {
+			return nil, err
+		}
 	}
 	r := &Run{opts: opts, repo: repo, baseline: baseline}
 	for i, c := range opts.WorkOrder.AcceptanceCommands {
@@ -122,14 +134,14 @@ func summarize(items []string, n int) string {
 	return fmt.Sprintf("%s, and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
 
-// checkOutOutsideRepo refuses an output directory inside the repository:
-// artifacts there would dirty the tree and be deleted by rollback.
-func checkOutOutsideRepo(out, root string) error {
-	abs, err := filepath.Abs(out)
+// checkOutside refuses an output path inside the repository: files there
+// would dirty the tree and be deleted by rollback.
+func checkOutside(flag, path, root string) error {
+	abs, err := filepath.Abs(path)
 	if err != nil {
-		return preflightf("--out %s: %v", out, err)
+		return preflightf("%s %s: %v", flag, path, err)
 	}
-	// Resolve symlinks on the longest existing prefix: out may not exist yet.
+	// Resolve symlinks on the longest existing prefix: path may not exist yet.
 	existing, rest := abs, ""
 	for {
 		if _, err := os.Lstat(existing); err == nil {
@@ -144,14 +156,11 @@ func checkOutOutsideRepo(out, root string) error {
 	}
 	resolved, err := filepath.EvalSymlinks(existing)
 	if err != nil {
-		return preflightf("--out %s: %v", out, err)
+		return preflightf("%s %s: %v", flag, path, err)
 	}
-	resolved = filepath.Join(resolved, rest)
-	if rel, err := filepath.Rel(root, resolved); err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..") {
-		return preflightf("--out %s is inside the repository %s; choose a directory outside it", out, root)
-	}
-	if info, err := os.Stat(resolved); err == nil && !info.IsDir() {
-		return preflightf("--out %s exists and is not a directory", out)
+	rel, err := filepath.Rel(root, filepath.Join(resolved, rest))
+	if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return preflightf("%s %s is inside the repository %s; choose a path outside it", flag, path, root)
 	}
 	return nil
 }

@@ -142,6 +142,11 @@ func TestPreflightRefusesOutInsideRepo(t *testing.T) {
 			t.Errorf("--out %s: err = %v", out, err)
 		}
 	}
+	_, err := Preflight(context.Background(), Options{Repo: repo, WorkOrder: testOrder(), Out: t.TempDir(),
+		RecordPath: filepath.Join(repo, "t.jsonl"), MaxAttempts: 1, CommandTimeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "--record") {
+		t.Errorf("--record inside the repo: err = %v", err)
+	}
 	if _, err := Preflight(context.Background(), Options{Repo: repo, WorkOrder: testOrder(), Out: repo + "-out", MaxAttempts: 1, CommandTimeout: time.Second}); err != nil {
 		t.Errorf("a sibling directory sharing the repo's name prefix is outside: %v", err)
 	}

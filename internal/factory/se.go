@@ -31,7 +31,6 @@ func (r *Run) se(ctx context.Context, s *state) error {
 	if err != nil {
 		return err
 	}
-	a.prompt = prompt.user
 	if err := writeText(filepath.Join(a.dir, "se_prompt.txt"), "### system\n"+prompt.system+"\n### user\n"+prompt.user); err != nil {
 		return err
 	}
