@@ -21,7 +21,7 @@ func NormalizePath(p string) (string, error) {
 		return "", fmt.Errorf("path %q contains a backslash; use forward slashes", p)
 	case strings.HasPrefix(p, "/"):
 		return "", fmt.Errorf("path %q is absolute; paths must be relative to the repository root", p)
-	case len(p) >= 2 && p[1] == ':' && isASCIILetter(p[0]):
+	case hasDriveLetter(p):
 		return "", fmt.Errorf("path %q starts with a drive letter", p)
 	case strings.ContainsAny(p, "*?["):
 		return "", fmt.Errorf("path %q contains a glob character (*, ? or [); list explicit files", p)
@@ -38,6 +38,11 @@ func NormalizePath(p string) (string, error) {
 	if clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("path %q escapes the repository (\"..\" after normalisation)", p)
 	}
+	if hasDriveLetter(clean) {
+		// "./C:x" and "a/../C:x" clean to "C:x"; without this check the
+		// result would be rejected when normalised again.
+		return "", fmt.Errorf("path %q starts with a drive letter after normalisation", p)
+	}
 	for _, part := range strings.Split(clean, "/") {
 		if strings.EqualFold(part, ".git") {
 			return "", fmt.Errorf("path %q is inside a .git directory", p)
@@ -47,6 +52,8 @@ func NormalizePath(p string) (string, error) {
 }
 
 func isASCIILetter(b byte) bool { return (b|0x20) >= 'a' && (b|0x20) <= 'z' }
+
+func hasDriveLetter(p string) bool { return len(p) >= 2 && p[1] == ':' && isASCIILetter(p[0]) }
 
 // forbiddenMatch reports whether the normalised path p is covered by one
 // forbidden entry. Entries without whitespace are path patterns: an exact
@@ -60,6 +67,11 @@ func forbiddenMatch(entry, p string) bool {
 	entry = strings.TrimPrefix(entry, "./")
 	if strings.ContainsAny(entry, "*?[") {
 		ok, err := path.Match(entry, p)
+		if !strings.Contains(entry, "/") && err == nil && !ok {
+			// As in .gitignore, a pattern without a slash matches the
+			// name at any depth: "*.lock" also covers "sub/x.lock".
+			ok, err = path.Match(entry, path.Base(p))
+		}
 		return err == nil && ok
 	}
 	dir := strings.TrimSuffix(entry, "/")

@@ -15,8 +15,9 @@ import (
 
 // DecodeStrict decodes one JSON value into v (a pointer to a struct) and
 // rejects what encoding/json lets through: unknown fields, missing required
-// fields (tag `jsonschema:"required"`), null for a required field, duplicate
-// keys, trailing data and invalid UTF-8. Error messages name the field by its
+// fields (tag `jsonschema:"required"`), null for a required field, a
+// top-level value or a non-pointer array element, duplicate keys, trailing
+// data and invalid UTF-8. Error messages name the field by its
 // JSON path, e.g. `writes[1].base_sha256`.
 func DecodeStrict(data []byte, v any) error {
 	if !utf8.Valid(data) {
@@ -34,6 +35,9 @@ func DecodeStrict(data []byte, v any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("invalid JSON: unexpected data after the top-level value")
+	}
+	if isNull(raw) && !nullable(rv.Type().Elem()) {
+		return errors.New("top-level value: must not be null")
 	}
 	if err := checkShape(raw, rv.Type().Elem(), ""); err != nil {
 		return err
@@ -77,7 +81,12 @@ func checkShape(raw json.RawMessage, t reflect.Type, at string) error {
 			return fmt.Errorf("%s: %w", fieldOr(at), err)
 		}
 		for i, item := range items {
-			if err := checkShape(item, t.Elem(), fmt.Sprintf("%s[%d]", at, i)); err != nil {
+			itemAt := fmt.Sprintf("%s[%d]", at, i)
+			if isNull(item) && !nullable(t.Elem()) {
+				// encoding/json would silently decode null as the zero value.
+				return fmt.Errorf("%s: must not be null", itemAt)
+			}
+			if err := checkShape(item, t.Elem(), itemAt); err != nil {
 				return err
 			}
 		}
@@ -132,6 +141,14 @@ func checkObject(raw []byte, t reflect.Type, at string) error {
 		}
 	}
 	return nil
+}
+
+func isNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// nullable reports whether JSON null is a meaningful value for t, rather
+// than one encoding/json turns into t's zero value.
+func nullable(t reflect.Type) bool {
+	return t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface
 }
 
 func join(at, key string) string {

@@ -19,9 +19,10 @@ const (
 	ContextReadBudget = 200 * 1024 // bytes of context file content shown to the model, all files together
 	MaxWriteBytes     = 200 * 1024 // per written file
 	MaxProposalBytes  = 500 * 1024 // all written contents of one proposal together
-	// MaxReplyBytes bounds a raw model reply before parsing; JSON escaping
-	// can make a legal proposal up to about twice its content size.
-	MaxReplyBytes = 2*MaxProposalBytes + 64*1024
+	// MaxReplyBytes bounds a raw model reply before parsing. JSON escaping
+	// can make a legal proposal up to six times its content size (\u00XX for
+	// one byte), so the bound leaves room for that and no more.
+	MaxReplyBytes = 6*MaxProposalBytes + 64*1024
 )
 
 // Condition kinds.
