@@ -84,7 +84,10 @@ func newRootCmd(env Env) *cobra.Command {
 		Short: "A deterministic, git-safe harness that lets an LLM propose code while the harness decides what counts",
 		Long: `factory runs work orders against a git repository. A model proposes full-file writes;
 the harness checks scope, hashes and paths, writes atomically, runs verification and
-acceptance commands without a shell, and rolls back with git on failure.`,
+acceptance commands without a shell, and rolls back with git on failure.
+
+Exit codes of 'factory run': 0 PASS, 1 FAIL, 2 usage or preflight error (nothing
+modified), 3 interrupted, internal error or replay mismatch (repo rolled back).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -247,7 +248,9 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 	}
 	a.removed = removed
 	s.records = append(s.records, r.record(a))
-	r.progress("attempt %d/%d: FAIL (%s); rolled back to %s", a.index, r.opts.MaxAttempts, a.brief.Stage, r.baseline.Commit[:12])
+	reason, _, _ := strings.Cut(a.brief.PrimaryErrorExcerpt, "\n")
+	r.progress("attempt %d/%d: FAIL (%s: %s); rolled back to %s", a.index, r.opts.MaxAttempts, a.brief.Stage,
+		truncateChars(reason, 300), r.baseline.Commit[:12])
 	s.previous = a.brief
 	if !a.brief.retryable() || a.index >= r.opts.MaxAttempts {
 		s.verdict, s.done = VerdictFail, true

@@ -76,37 +76,9 @@ func Preflight(ctx context.Context, opts Options) (*Run, error) {
 	if opts.CommandTimeout <= 0 {
 		return nil, preflightf("--timeout-seconds must be positive")
 	}
-	repo, err := gitws.Open(ctx, opts.Repo)
-	if err != nil {
-		return nil, preflightf("repository %s: %v", opts.Repo, err)
-	}
-	dirty, err := repo.Dirty(ctx)
-	if err != nil {
-		return nil, preflightf("repository %s: %v", repo.Root, err)
-	}
-	if len(dirty) > 0 {
-		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
-			repo.Root, summarize(dirty, 5))
-	}
-	baseline, err := repo.Snapshot(ctx)
-	if err != nil {
-		if errors.Is(err, gitws.ErrNoCommits) {
-			return nil, preflightf("repository %s has no commits; make an initial commit first", repo.Root)
-		}
-		return nil, preflightf("repository %s: %v", repo.Root, err)
-	}
-	if err := checkOutside("--out", opts.Out, repo.Root); err != nil {
-		return nil, err
-	}
-	if info, err := os.Stat(opts.Out); err == nil && !info.IsDir() {
-		return nil, preflightf("--out %s exists and is not a directory", opts.Out)
-	}
-	if opts.RecordPath != "" {
-		if err := checkOutside("--record", opts.RecordPath, repo.Root); err != nil {
-			return nil, err
-		}
-	}
-	r := &Run{opts: opts, repo: repo, baseline: baseline}
+	// Work order commands first: they are the user's input, and checking
+	// them does not depend on the repository.
+	r := &Run{opts: opts}
 	for i, c := range opts.WorkOrder.AcceptanceCommands {
 		argv, err := proc.ParseCommand(c)
 		if err != nil {
@@ -121,7 +93,37 @@ func Preflight(ctx context.Context, opts Options) (*Run, error) {
 		}
 		r.verify = append(r.verify, argv)
 	}
-	if r.runID, err = workorder.RunID(opts.WorkOrder, baseline.Commit); err != nil {
+	repo, err := gitws.Open(ctx, opts.Repo)
+	if err != nil {
+		return nil, preflightf("--repo: %v", err)
+	}
+	r.repo = repo
+	if _, err := repo.Head(ctx); err != nil {
+		if errors.Is(err, gitws.ErrNoCommits) {
+			return nil, preflightf("repository %s has no commits; make an initial commit first", repo.Root)
+		}
+		return nil, preflightf("repository %s: %v", repo.Root, err)
+	}
+	dirty, err := repo.Dirty(ctx)
+	if err != nil {
+		return nil, preflightf("repository %s: %v", repo.Root, err)
+	}
+	if len(dirty) > 0 {
+		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
+			repo.Root, summarize(dirty, 5))
+	}
+	if r.baseline, err = repo.Snapshot(ctx); err != nil {
+		return nil, preflightf("repository %s: %v", repo.Root, err)
+	}
+	if err := checkOutput("--out", opts.Out, repo.Root, true); err != nil {
+		return nil, err
+	}
+	if opts.RecordPath != "" {
+		if err := checkOutput("--record", opts.RecordPath, repo.Root, false); err != nil {
+			return nil, err
+		}
+	}
+	if r.runID, err = workorder.RunID(opts.WorkOrder, r.baseline.Commit); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -134,35 +136,66 @@ func summarize(items []string, n int) string {
 	return fmt.Sprintf("%s, and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
 
-// checkOutside refuses an output path inside the repository: files there
-// would dirty the tree and be deleted by rollback.
-func checkOutside(flag, path, root string) error {
-	abs, err := filepath.Abs(path)
+// checkOutput refuses an output path inside the repository (files there
+// would dirty the tree and be deleted by rollback) and one that cannot be
+// created, before anything is written.
+func checkOutput(flag, path, root string, isDir bool) error {
+	resolved, existing, err := resolvePath(path)
 	if err != nil {
 		return preflightf("%s %s: %v", flag, path, err)
 	}
-	// Resolve symlinks on the longest existing prefix: path may not exist yet.
-	existing, rest := abs, ""
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		rest = filepath.Join(filepath.Base(existing), rest)
-		existing = parent
-	}
-	resolved, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		return preflightf("%s %s: %v", flag, path, err)
-	}
-	rel, err := filepath.Rel(root, filepath.Join(resolved, rest))
-	if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if rel, err := filepath.Rel(root, resolved); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return preflightf("%s %s is inside the repository %s; choose a path outside it", flag, path, root)
 	}
+	info, err := os.Stat(existing)
+	switch {
+	case err != nil:
+		return preflightf("%s %s: %v", flag, path, err)
+	case existing == resolved && isDir && !info.IsDir():
+		return preflightf("%s %s exists and is not a directory", flag, path)
+	case existing == resolved && !isDir && info.IsDir():
+		return preflightf("%s %s is a directory; give a file path", flag, path)
+	case existing != resolved && !info.IsDir():
+		return preflightf("%s %s cannot be created: %s is not a directory", flag, path, existing)
+	}
 	return nil
+}
+
+// resolvePath resolves path the way the kernel will when it is created:
+// symlinks are followed before ".." is applied, component by component. It
+// returns the resolved path and its longest existing prefix.
+func resolvePath(path string) (resolved, existing string, err error) {
+	if !filepath.IsAbs(path) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", "", err
+		}
+		path = wd + string(filepath.Separator) + path
+	}
+	cur, exists := string(filepath.Separator), true
+	for _, part := range strings.Split(path, string(filepath.Separator)) {
+		switch {
+		case part == "" || part == ".":
+			continue
+		case part == "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, part)
+		if exists {
+			if _, err := os.Lstat(next); err != nil {
+				exists = false
+				existing = cur
+			} else if next, err = filepath.EvalSymlinks(next); err != nil {
+				return "", "", err
+			}
+		}
+		cur = next
+	}
+	if exists {
+		existing = cur
+	}
+	return cur, existing, nil
 }
 
 // RunID is the deterministic id of this run.

@@ -87,6 +87,9 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
 	}
+	if info, err := os.Stat(root); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("open git repo %s: not a directory", dir)
+	}
 	env := gitEnv(true)
 	out, err := runGit(ctx, root, env, "rev-parse", "--is-inside-work-tree")
 	if err != nil {

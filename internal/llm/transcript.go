@@ -123,6 +123,9 @@ func LoadReplayer(path string) (*Replayer, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read transcript %s: %w", path, err)
 	}
+	if len(r.exchanges) == 0 {
+		return nil, fmt.Errorf("transcript %s holds no exchanges", path)
+	}
 	return r, nil
 }
 
