@@ -194,7 +194,7 @@ func TestRunFailRestoresBaselineExactly(t *testing.T) {
 	}
 	// verify.sh ran compileall, which left ignored __pycache__ files; rollback
 	// removed those and kept the user's .env and .venv.
-	if len(s.Attempts[1].RemovedIgnored) == 0 {
+	if len(s.Attempts[1].RemovedFiles) == 0 {
 		t.Errorf("rollback removed no ignored files; expected __pycache__ from compileall")
 	}
 	sameTree(t, f.baseline, treeSnapshot(t, f.repo))

@@ -288,7 +288,7 @@ func (r *Run) record(a *attempt) AttemptRecord {
 		Verify:         nonNil(a.verify),
 		Acceptance:     nonNil(a.accept),
 		FailureBrief:   a.brief,
-		RemovedIgnored: nonNil(a.removed),
+		RemovedFiles:   nonNil(a.removed),
 	}
 	if a.proposal != nil {
 		p := r.rel(filepath.Join(a.dir, "proposed_writes.json"))

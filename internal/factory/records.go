@@ -89,9 +89,10 @@ type AttemptRecord struct {
 	Verify         []CmdResult   `json:"verify"`
 	Acceptance     []CmdResult   `json:"acceptance"`
 	FailureBrief   *FailureBrief `json:"failure_brief"`
-	// RemovedIgnored lists ignored files the attempt created and rollback removed.
-	RemovedIgnored []string  `json:"removed_ignored_files"`
-	Usage          llm.Usage `json:"usage"`
+	// RemovedFiles lists untracked files (ignored ones included) the attempt
+	// created and rollback removed.
+	RemovedFiles []string  `json:"removed_files"`
+	Usage        llm.Usage `json:"usage"`
 }
 
 // RunSummary is run_summary.json, written at the end of every run.

