@@ -558,3 +558,13 @@ func TestRunRerunKeepsEarlierArtifacts(t *testing.T) {
 		t.Errorf("first run's summary is gone: %v", err)
 	}
 }
+
+func TestRunCommandsDoNotSeeCredentials(t *testing.T) {
+	wo := workOrder()
+	wo["acceptance_commands"] = []string{`python3 -c "import os, sys; sys.exit(1 if {'OPENAI_API_KEY', 'GITHUB_TOKEN'} & set(os.environ) else 0)"`}
+	f := newFixture(t, wo, good(calcV2))
+	t.Setenv("GITHUB_TOKEN", "ghp_secret")
+	if res := f.run(t, "--max-attempts", "1"); res.code != ExitPass {
+		t.Fatalf("exit %d: a command saw a credential\n%s", res.code, res.stderr)
+	}
+}
