@@ -233,11 +233,22 @@ func benchAttempt(b *testing.B, accept, want string) {
 	model := newScriptedModel(b, repo)
 	outRoot := b.TempDir() // outside the repository, as Preflight requires
 	ctx := context.Background()
+	benchLoop(b, repo, want, func(i int) string {
+		verdict, err := attempt(ctx, options(b, repo, filepath.Join(outRoot, strconv.Itoa(i)), accept, model))
+		if err != nil {
+			b.Fatalf("attempt %d: %v", i, err)
+		}
+		return verdict
+	})
+}
+
+// benchLoop times one attempt per iteration and undoes a passing attempt's
+// write off the timer, so every iteration starts from the same clean tree.
+func benchLoop(b *testing.B, repo, want string, attempt func(i int) string) {
 	b.ResetTimer()
 	for i := range b.N {
-		opts := options(b, repo, filepath.Join(outRoot, strconv.Itoa(i)), accept, model)
-		if verdict, err := attempt(ctx, opts); err != nil || verdict != want {
-			b.Fatalf("attempt %d: verdict %q, error %v; want %s", i, verdict, err, want)
+		if verdict := attempt(i); verdict != want {
+			b.Fatalf("iteration %d: verdict %q, want %s", i, verdict, want)
 		}
 		if want == factory.VerdictPass {
 			b.StopTimer()
@@ -280,19 +291,7 @@ func runPlain(tb testing.TB, script, repo, mode string) string {
 func benchPlain(b *testing.B, mode, want string) {
 	repo := benchRepo(b)
 	script := plainScript(b)
-	b.ResetTimer()
-	for i := range b.N {
-		if verdict := runPlain(b, script, repo, mode); verdict != want {
-			b.Fatalf("iteration %d: verdict %q, want %s", i, verdict, want)
-		}
-		if want == factory.VerdictPass {
-			b.StopTimer()
-			restore(b, repo)
-			b.StartTimer()
-		}
-	}
-	b.StopTimer()
-	requireClean(b, repo)
+	benchLoop(b, repo, want, func(int) string { return runPlain(b, script, repo, mode) })
 }
 
 func BenchmarkPlainScriptPass(b *testing.B) { benchPlain(b, "pass", factory.VerdictPass) }
