@@ -46,10 +46,23 @@ type Env struct {
 	Getenv         func(string) string
 }
 
+// stopSignals end a run early, with a rollback: Ctrl-C, kill, a closed
+// terminal or SSH session, and Ctrl-\ (which would otherwise dump goroutines
+// and exit 2, the "nothing modified" code, with the repo dirty).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 // Main runs factory with the process's arguments and environment.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, stopSignals...)
+	defer signal.Stop(sigs)
+	go func() {
+		if sig, ok := <-sigs; ok {
+			cancel(fmt.Errorf("interrupted by %v", sig))
+		}
+	}()
 	return Run(ctx, os.Args[1:], Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 }
 

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -123,6 +125,10 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 		return err
 	}
 	res, err := run.Execute(cmd.Context())
+	var pre *factory.PreflightError
+	if errors.As(err, &pre) {
+		return err
+	}
 	if res.SummaryPath != "" {
 		fmt.Fprintf(env.Stdout, "verdict: %s\nrun summary: %s\n", res.Verdict, res.SummaryPath)
 	}
@@ -150,6 +156,11 @@ func buildModel(o *runOptions, env Env) (llm.Model, error) {
 	base := o.baseURL
 	if base == "" {
 		base = env.Getenv("OPENAI_BASE_URL")
+	}
+	if base != "" {
+		if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, usagef("model base URL %q is not an http(s) URL like http://localhost:11434/v1", base)
+		}
 	}
 	var m llm.Model = llm.NewOpenAIChat(llm.OpenAIConfig{
 		APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second, MaxRetries: 2,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,7 +207,6 @@ func TestRunFailRestoresBaselineExactly(t *testing.T) {
 // TestRunFailureStages produces every failure stage on purpose and checks
 // the stage, whether it was retried, and that the repo is back at baseline.
 func TestRunFailureStages(t *testing.T) {
-	longName := strings.Repeat("n", 300) + ".py"
 	tests := []struct {
 		name     string
 		edit     func(wo map[string]any)
@@ -267,14 +267,17 @@ func TestRunFailureStages(t *testing.T) {
 			attempts: 2, requests: 2, excerpt: "model call failed",
 		},
 		{
+			// The first write creates file "lib"; the second needs "lib" to
+			// be a directory. Both pass the checks, which see neither yet.
 			name: "write_failed: a later write fails after an earlier one landed; not retried",
-			edit: func(wo map[string]any) { wo["allowed_files"] = []string{"calc.py", "pkg/" + longName} },
+			edit: func(wo map[string]any) { wo["allowed_files"] = []string{"calc.py", "lib", "lib/util.py"} },
 			replies: []llmtest.Reply{{Content: llmtest.Proposal("x",
 				llmtest.Write{Path: "calc.py", BaseSHA256: sha(calcV1), Content: calcV2},
-				llmtest.Write{Path: "pkg/" + longName, BaseSHA256: sha(""), Content: "x = 1\n"},
+				llmtest.Write{Path: "lib", BaseSHA256: sha(""), Content: "x = 1\n"},
+				llmtest.Write{Path: "lib/util.py", BaseSHA256: sha(""), Content: "y = 2\n"},
 			)}},
 			stage:    factory.StageWriteFailed,
-			attempts: 1, requests: 1, excerpt: "file name too long",
+			attempts: 1, requests: 1, excerpt: "not a directory",
 		},
 	}
 	for _, tt := range tests {
@@ -325,6 +328,7 @@ func TestRunRefusesEscapingWrites(t *testing.T) {
 		{name: "git hooks", path: ".git/hooks/pre-commit", excerpt: "inside a .git directory"},
 		{name: "forbidden file", path: "README.md", excerpt: "forbidden"},
 		{name: "dot-dot inside", path: "sub/../../outside/evil.py", excerpt: "escapes the repository"},
+		{name: "allowed file not written as listed", path: "./test_calc.py", excerpt: "not written as listed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -505,45 +509,48 @@ func TestRunReplayMismatchNamesTheRequest(t *testing.T) {
 	sameTree(t, rep.baseline, treeSnapshot(t, rep.repo))
 }
 
-// TestRunInterruptRollsBack sends SIGINT while an acceptance command runs.
+// TestRunInterruptRollsBack sends each stop signal while an acceptance
+// command runs: the repo is rolled back and the summary says why.
 func TestRunInterruptRollsBack(t *testing.T) {
-	wo := workOrder()
-	wo["acceptance_commands"] = []string{"sleep 60"}
-	f := newFixture(t, wo, good(calcV2))
-	cmd := factoryCmd(t, []string{"OPENAI_API_KEY=test-key"}, "run", "--repo", f.repo, "--work-order", f.woPath, "--out", f.out,
-		"--llm-model", "test-model", "--llm-base-url", f.srv.URL)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			wo := workOrder()
+			wo["acceptance_commands"] = []string{"sleep 60"}
+			f := newFixture(t, wo, good(calcV2))
+			cmd := factoryCmd(t, []string{"OPENAI_API_KEY=test-key"}, "run", "--repo", f.repo, "--work-order", f.woPath, "--out", f.out,
+				"--llm-model", "test-model", "--llm-base-url", f.srv.URL)
+			var stdout, stderr syncBuffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait until the writes landed and the command is running.
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(stderr.String(), "tr: wrote") {
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("the write never landed")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond)
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) || exitErr.ExitCode() != ExitInternal {
+				t.Fatalf("wait: %v, want exit %d\nstderr: %s", err, ExitInternal, stderr.String())
+			}
+			res := runOut{code: exitErr.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+			s := f.summary(t, res)
+			if s.Verdict != factory.VerdictError || !strings.Contains(s.Error, "interrupted by "+sig.String()) {
+				t.Errorf("summary verdict %s error %q", s.Verdict, s.Error)
+			}
+			if s.TotalAttempts != 1 || s.Attempts[0].FailureBrief == nil || !s.Attempts[0].WriteOK {
+				t.Errorf("the interrupted attempt is missing from the summary: %+v", s.Attempts)
+			}
+			sameTree(t, f.baseline, treeSnapshot(t, f.repo))
+		})
 	}
-	// Wait until the writes landed and the command is running.
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(readFile(t, filepath.Join(f.repo, "calc.py")), "multiply") {
-		if time.Now().After(deadline) {
-			t.Fatal("the write never landed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
-	cmd.Process.Signal(os.Interrupt)
-	err := cmd.Wait()
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.ExitCode() != ExitInternal {
-		t.Fatalf("wait: %v, want exit %d\nstderr: %s", err, ExitInternal, stderr.String())
-	}
-	res := runOut{code: exitErr.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
-	s := f.summary(t, res)
-	if s.Verdict != factory.VerdictError || !strings.Contains(s.Error, "canceled") {
-		t.Errorf("summary = %+v", s)
-	}
-	sameTree(t, f.baseline, treeSnapshot(t, f.repo))
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	data, _ := os.ReadFile(path)
-	return string(data)
 }
 
 func TestRunRerunKeepsEarlierArtifacts(t *testing.T) {

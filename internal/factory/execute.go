@@ -94,7 +94,8 @@ func (r *Run) graph() *graph.Graph[state] {
 func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 	runDir, err := artifact.NewRunDir(r.opts.Out, r.runID)
 	if err != nil {
-		return Result{}, err
+		// Nothing has been touched yet: this is still a preflight failure.
+		return Result{}, &PreflightError{Msg: err.Error()}
 	}
 	res = Result{RunID: r.runID, RunDir: runDir, SummaryPath: filepath.Join(runDir, "run_summary.json")}
 	if err := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder); err != nil {
@@ -109,6 +110,11 @@ func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 		s.treeHash = ""
 		if rbErr := r.emergencyRollback(s); rbErr != nil {
 			runErr = fmt.Errorf("%w; rollback after it also failed: %v", runErr, rbErr)
+		}
+		// The interrupted attempt belongs in the audit trail too.
+		if a := s.cur; a != nil && len(s.records) < a.index {
+			a.brief = newBrief(StageException, nil, nil, "attempt aborted: "+runErr.Error())
+			s.records = append(s.records, r.record(a))
 		}
 	}
 	summary := r.summary(s, runErr)

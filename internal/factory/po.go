@@ -78,7 +78,7 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 		Argv: argv, Dir: r.repo.Root, Timeout: r.opts.CommandTimeout, Stdout: stdout, Stderr: stderr,
 	})
 	if ctx.Err() != nil {
-		return CmdResult{}, ctx.Err()
+		return CmdResult{}, context.Cause(ctx)
 	}
 	out := CmdResult{
 		Command:         argv,

@@ -51,7 +51,7 @@ func (r *Run) se(ctx context.Context, s *state) error {
 	var mismatch *llm.ReplayMismatchError
 	switch {
 	case ctx.Err() != nil:
-		return ctx.Err()
+		return context.Cause(ctx)
 	case errors.As(err, &mismatch):
 		return err // a replay that diverged cannot stand for the recorded run
 	case err != nil:

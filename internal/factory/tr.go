@@ -29,11 +29,12 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 	}
 
 	paths, problems := r.checkScope(a.proposal)
-	res.TouchedFiles = sortedCopy(paths)
-	a.touched = res.TouchedFiles
 	if len(problems) > 0 {
 		return fail(StageWriteScopeViolation, problems)
 	}
+	// Touched means about to be written: refused paths are in Errors only.
+	res.TouchedFiles = sortedCopy(paths)
+	a.touched = res.TouchedFiles
 	var stale []string
 	current := make([]fileState, len(paths))
 	for i, p := range paths {
@@ -53,8 +54,8 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 	}
 
 	for i, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
 		}
 		st, content := current[i], []byte(a.proposal.Writes[i].Content)
 		if st.exists && r.baseline.IsIgnored(p) {
@@ -96,6 +97,10 @@ func (r *Run) checkScope(p *workorder.WriteProposal) ([]string, []string) {
 		}
 		paths = append(paths, clean)
 		switch {
+		case clean != w.Path:
+			// Exactly as listed: "a/../b.py" may land on an allowed file,
+			// but a model that writes it is not following the contract.
+			problems = append(problems, fmt.Sprintf("writes[%d]: %q is not written as listed in allowed_files; use %q", i, w.Path, clean))
 		case seen[clean]:
 			problems = append(problems, fmt.Sprintf("writes[%d]: %s is written more than once", i, clean))
 		case r.opts.WorkOrder.IsForbidden(clean):

@@ -53,8 +53,8 @@ func (g *Graph[S]) Run(ctx context.Context, s *S) error {
 		if step >= g.MaxSteps {
 			return &StepLimitError{Steps: g.MaxSteps}
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
 		}
 		node, ok := g.nodes[current]
 		if !ok {

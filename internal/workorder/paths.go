@@ -47,9 +47,15 @@ func NormalizePath(p string) (string, error) {
 		if strings.EqualFold(part, ".git") {
 			return "", fmt.Errorf("path %q is inside a .git directory", p)
 		}
+		if len(part) > maxNameBytes {
+			return "", fmt.Errorf("path %q has a component of %d bytes; file systems allow at most %d", p, len(part), maxNameBytes)
+		}
 	}
 	return clean, nil
 }
+
+// maxNameBytes is NAME_MAX on Linux and most file systems.
+const maxNameBytes = 255
 
 func isASCIILetter(b byte) bool { return (b|0x20) >= 'a' && (b|0x20) <= 'z' }
 

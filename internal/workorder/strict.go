@@ -23,6 +23,9 @@ func DecodeStrict(data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return errors.New("input is not valid UTF-8")
 	}
+	if err := checkSurrogates(data); err != nil {
+		return err
+	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return errors.New("DecodeStrict needs a non-nil pointer")
@@ -185,4 +188,60 @@ func hasTagOption(tag, opt string) bool {
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// checkSurrogates rejects \u escapes that encode a lone UTF-16 surrogate:
+// encoding/json would silently turn them into U+FFFD, so the text decoded
+// would not be the text sent.
+func checkSurrogates(data []byte) error {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString && i+1 < len(data):
+			if data[i+1] != 'u' {
+				i++ // skip the escaped character, which may be a quote
+				continue
+			}
+			r, ok := hex4(data, i+2)
+			switch {
+			case !ok:
+				continue // malformed; the JSON decoder reports it
+			case r >= 0xD800 && r < 0xDC00:
+				if low, ok := hex4(data, i+8); ok && i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' && low >= 0xDC00 && low < 0xE000 {
+					i += 11
+					continue
+				}
+				return fmt.Errorf("invalid JSON: lone UTF-16 surrogate \\u%04x at byte %d", r, i)
+			case r >= 0xDC00 && r < 0xE000:
+				return fmt.Errorf("invalid JSON: lone UTF-16 surrogate \\u%04x at byte %d", r, i)
+			}
+			i += 5
+		}
+	}
+	return nil
+}
+
+// hex4 parses four hex digits at data[at:].
+func hex4(data []byte, at int) (rune, bool) {
+	if at+4 > len(data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range data[at : at+4] {
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(v)
+	}
+	return r, true
 }
