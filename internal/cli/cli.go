@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/factory-harness/factory/internal/proc"
 )
 
 // Exit codes of `factory run`, documented in the README.
@@ -53,6 +55,10 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // Main runs factory with the process's arguments and environment.
 func Main() int {
+	// Orphans of the commands we run are re-parented to us, so they can be
+	// killed when their command ends, even after setsid. Linux only; where
+	// it is unsupported, process-group kills are all there is.
+	_ = proc.BecomeSubreaper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)

@@ -164,8 +164,13 @@ func buildModel(o *runOptions, env Env) (llm.Model, error) {
 	}
 	var m llm.Model = llm.NewOpenAIChat(llm.OpenAIConfig{
 		APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second, MaxRetries: 2,
+		CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
 	})
 	if o.record != "" {
+		// One transcript per run: two runs in one file replay as neither.
+		if info, err := os.Stat(o.record); err == nil && info.Size() > 0 {
+			return nil, usagef("--record %s already holds a transcript; choose a new file", o.record)
+		}
 		m = &llm.Recorder{Model: m, Path: o.record}
 	}
 	return m, nil

@@ -195,7 +195,7 @@ func TestRunFailRestoresBaselineExactly(t *testing.T) {
 	}
 	// verify.sh ran compileall, which left ignored __pycache__ files; rollback
 	// removed those and kept the user's .env and .venv.
-	if len(s.Attempts[1].RemovedFiles) == 0 {
+	if s.Attempts[1].Rollback == nil || len(s.Attempts[1].Rollback.RemovedFiles) == 0 {
 		t.Errorf("rollback removed no ignored files; expected __pycache__ from compileall")
 	}
 	sameTree(t, f.baseline, treeSnapshot(t, f.repo))
@@ -437,8 +437,11 @@ func TestRunRestoresOverwrittenIgnoredFile(t *testing.T) {
 
 func TestRunRecordReplayReproducesArtifacts(t *testing.T) {
 	transcript := filepath.Join(t.TempDir(), "transcript.jsonl")
-	rec := newFixture(t, workOrder(), good(calcBad), good(calcV2))
-	res := rec.run(t, "--record", transcript)
+	// A model error, then code whose traceback names a file by its absolute
+	// path, then a pass: the retry prompts must not depend on where the repo is.
+	calcRaises := calcV1 + "\n\ndef multiply(a, b):\n    raise ValueError('nope')\n"
+	rec := newFixture(t, workOrder(), badRequest(), good(calcRaises), good(calcV2))
+	res := rec.run(t, "--record", transcript, "--max-attempts", "3")
 	if res.code != ExitPass {
 		t.Fatalf("recording run: exit %d\n%s", res.code, res.stderr)
 	}
@@ -451,7 +454,7 @@ func TestRunRecordReplayReproducesArtifacts(t *testing.T) {
 		t.Fatal("fixtures do not share a baseline commit")
 	}
 	res2 := runFactory(t, []string{"OPENAI_API_KEY="}, "run", "--repo", rep.repo, "--work-order", rep.woPath, "--out", rep.out,
-		"--llm-model", "test-model", "--llm-base-url", "http://127.0.0.1:9/v1", "--timeout-seconds", "20", "--replay", transcript)
+		"--llm-model", "test-model", "--llm-base-url", "http://127.0.0.1:9/v1", "--timeout-seconds", "20", "--replay", transcript, "--max-attempts", "3")
 	if res2.code != ExitPass {
 		t.Fatalf("replay run: exit %d\n%s", res2.code, res2.stderr)
 	}
@@ -465,7 +468,7 @@ func TestRunRecordReplayReproducesArtifacts(t *testing.T) {
 		t.Fatalf("artifact lists differ (-recorded +replayed):\n%s", diff)
 	}
 	for _, name := range files {
-		a, b := stripTimings(t, filepath.Join(recDir, name)), stripTimings(t, filepath.Join(repDir, name))
+		a, b := normalized(t, filepath.Join(recDir, name), rec.repo), normalized(t, filepath.Join(repDir, name), rep.repo)
 		if a != b {
 			t.Errorf("artifact %s differs between recording and replay", name)
 		}
@@ -473,6 +476,9 @@ func TestRunRecordReplayReproducesArtifacts(t *testing.T) {
 	var s1, s2 factory.RunSummary
 	readJSON(t, recorded, &s1)
 	readJSON(t, replayed, &s2)
+	if s1.TotalAttempts != 3 || !strings.Contains(s1.Attempts[1].FailureBrief.PrimaryErrorExcerpt, `File "calc.py"`) {
+		t.Errorf("attempts = %d, second brief %+v; want 3 attempts and a repo-relative traceback", s1.TotalAttempts, s1.Attempts[1].FailureBrief)
+	}
 	if *s1.RepoTreeHashAfter != *s2.RepoTreeHashAfter {
 		t.Errorf("tree hashes differ: %s vs %s", *s1.RepoTreeHashAfter, *s2.RepoTreeHashAfter)
 	}
@@ -480,13 +486,18 @@ func TestRunRecordReplayReproducesArtifacts(t *testing.T) {
 
 var durationField = regexp.MustCompile(`"duration_seconds": [0-9.e+-]+`)
 
-func stripTimings(t *testing.T, path string) string {
+// normalized is an artifact without what legitimately differs between a
+// recording and its replay: durations, and the repo's absolute path in the
+// full command logs.
+func normalized(t *testing.T, path, repo string) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return durationField.ReplaceAllString(string(data), `"duration_seconds": 0`)
+	root, _ := filepath.EvalSymlinks(repo)
+	text := strings.ReplaceAll(string(data), root, "REPO")
+	return durationField.ReplaceAllString(text, `"duration_seconds": 0`)
 }
 
 func TestRunReplayMismatchNamesTheRequest(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -28,10 +29,12 @@ type attempt struct {
 	backups  []backup
 	// createdDirs are directories TR created, parents first.
 	createdDirs []string
+	// overwritten are existing files TR replaced, with their baseline mtime.
+	overwritten []overwrite
 	verify      []CmdResult
 	accept      []CmdResult
 	brief       *FailureBrief
-	removed     []string
+	rollback    *RollbackRecord
 }
 
 // backup keeps an ignored file's bytes before TR overwrites it: git cannot
@@ -40,6 +43,11 @@ type backup struct {
 	path string
 	data []byte
 	mode os.FileMode
+}
+
+type overwrite struct {
+	path  string
+	mtime time.Time
 }
 
 // state is the graph state of one run.
@@ -98,13 +106,13 @@ func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 		return Result{}, &PreflightError{Msg: err.Error()}
 	}
 	res = Result{RunID: r.runID, RunDir: runDir, SummaryPath: filepath.Join(runDir, "run_summary.json")}
-	if err := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder); err != nil {
-		return res, err
-	}
 	r.progress("run %s: work order %s, baseline %s, artifacts in %s", r.runID, r.opts.WorkOrder.ID, r.baseline.Commit[:12], runDir)
 
 	s := &state{}
-	runErr := r.runGraph(ctx, runDir, s)
+	runErr := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder)
+	if runErr == nil {
+		runErr = r.runGraph(ctx, runDir, s)
+	}
 	if runErr != nil {
 		s.verdict = VerdictError
 		s.treeHash = ""
@@ -137,16 +145,13 @@ func (r *Run) runGraph(ctx context.Context, runDir string, s *state) (err error)
 	return r.graph().Run(ctx, s)
 }
 
-// emergencyRollback restores the baseline after an aborted run. It uses a
-// fresh context: the run's own context is usually the one that was canceled.
+// emergencyRollback restores the baseline after an aborted run.
 func (r *Run) emergencyRollback(s *state) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	a := s.cur
 	if a == nil {
 		a = &attempt{}
 	}
-	_, err := r.rollback(ctx, a)
+	_, err := r.rollback(context.Background(), a)
 	if err == nil {
 		r.progress("rolled back to %s", r.baseline.Commit[:12])
 	}
@@ -248,11 +253,13 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 		r.progress("attempt %d/%d: PASS (tree %s); changes left uncommitted in %s", a.index, r.opts.MaxAttempts, hash[:12], r.repo.Root)
 		return nil
 	}
-	removed, err := r.rollback(ctx, a)
-	if err != nil {
-		return err
+	if a.touchedRepo() {
+		report, err := r.rollback(ctx, a)
+		if err != nil {
+			return err
+		}
+		a.rollback = &report
 	}
-	a.removed = removed
 	s.records = append(s.records, r.record(a))
 	reason, _, _ := strings.Cut(a.brief.PrimaryErrorExcerpt, "\n")
 	r.progress("attempt %d/%d: FAIL (%s: %s); rolled back to %s", a.index, r.opts.MaxAttempts, a.brief.Stage,
@@ -264,25 +271,72 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 	return nil
 }
 
+// touchedRepo reports whether the attempt may have changed the repo: it
+// wrote a file or created a directory, or ran a command. If not, there is
+// nothing to roll back (and no reset to record in the reflog).
+func (a *attempt) touchedRepo() bool {
+	// A failed write may have renamed its file into place before failing.
+	wrote := a.write != nil && (len(a.write.Files) > 0 || len(a.createdDirs) > 0 || a.brief != nil && a.brief.Stage == StageWriteFailed)
+	return wrote || len(a.verify) > 0 || len(a.accept) > 0
+}
+
+// rollbackTimeout bounds a rollback, which must finish even when the run was
+// interrupted: it runs on a context detached from the run's cancellation, as
+// killing git in the middle of `reset --hard` would leave index.lock behind
+// and the tree half reset.
+const rollbackTimeout = 5 * time.Minute
+
 // rollback restores the baseline: git for tracked and new files, then the
-// saved bytes of ignored files TR overwrote, then the directories TR created.
-func (r *Run) rollback(ctx context.Context, a *attempt) ([]string, error) {
-	removed, err := r.repo.Rollback(ctx, r.baseline)
+// saved bytes and times of files TR overwrote, then the directories TR
+// created. Every step runs even if an earlier one failed, so a git failure
+// cannot cost the user an ignored file the harness saved.
+func (r *Run) rollback(ctx context.Context, a *attempt) (RollbackRecord, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	var errs []error
+	report, err := r.repo.Rollback(ctx, r.baseline)
 	if err != nil {
-		return nil, fmt.Errorf("rollback: %w", err)
+		errs = append(errs, err)
+	}
+	for _, b := range a.backups {
+		if err := artifact.WriteFileAtomic(filepath.Join(r.repo.Root, filepath.FromSlash(b.path)), b.data, b.mode); err != nil {
+			errs = append(errs, fmt.Errorf("restore ignored file %s: %w", b.path, err))
+		}
+	}
+	for _, o := range a.overwritten {
+		// git restored the bytes with a new mtime; Python's bytecode cache
+		// keys on (mtime, size), so a .pyc of the failed attempt with the
+		// same size could otherwise be taken for the restored source.
+		full := filepath.Join(r.repo.Root, filepath.FromSlash(o.path))
+		if err := os.Chtimes(full, o.mtime, o.mtime); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("restore mtime of %s: %w", o.path, err))
+		}
 	}
 	for i := len(a.createdDirs) - 1; i >= 0; i-- {
 		// Only empty ones: a directory someone else filled is not ours to remove.
 		if err := os.Remove(a.createdDirs[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(err) {
-			return nil, fmt.Errorf("rollback: remove directory %s: %w", a.createdDirs[i], err)
+			errs = append(errs, fmt.Errorf("remove directory %s: %w", a.createdDirs[i], err))
 		}
 	}
-	for _, b := range a.backups {
-		if err := artifact.WriteFileAtomic(filepath.Join(r.repo.Root, filepath.FromSlash(b.path)), b.data, b.mode); err != nil {
-			return nil, fmt.Errorf("rollback: restore ignored file %s: %w", b.path, err)
-		}
+	if len(errs) > 0 {
+		return RollbackRecord{}, fmt.Errorf("rollback: %w", errors.Join(errs...))
 	}
-	return nonNil(removed), nil
+	// TR's own backups cover ignored files of any size that it overwrote.
+	report.Unrestored = slices.DeleteFunc(report.Unrestored, func(p string) bool {
+		return slices.ContainsFunc(a.backups, func(b backup) bool { return b.path == p })
+	})
+	if len(report.Unrestored) > 0 {
+		r.progress("warning: a command changed ignored files that existed before the run and could not be restored: %s", summarize(report.Unrestored, 5))
+	}
+	if len(report.NewRefs) > 0 {
+		r.progress("note: a command created git refs, left in place: %s", summarize(report.NewRefs, 5))
+	}
+	return RollbackRecord{
+		RemovedFiles:    nonNil(report.Removed),
+		RestoredFiles:   nonNil(report.Restored),
+		UnrestoredFiles: nonNil(report.Unrestored),
+		NewRefs:         nonNil(report.NewRefs),
+	}, nil
 }
 
 func (r *Run) record(a *attempt) AttemptRecord {
@@ -294,7 +348,7 @@ func (r *Run) record(a *attempt) AttemptRecord {
 		Verify:         nonNil(a.verify),
 		Acceptance:     nonNil(a.accept),
 		FailureBrief:   a.brief,
-		RemovedFiles:   nonNil(a.removed),
+		Rollback:       a.rollback,
 	}
 	if a.proposal != nil {
 		p := r.rel(filepath.Join(a.dir, "proposed_writes.json"))

@@ -198,9 +198,6 @@ func resolvePath(path string) (resolved, existing string, err error) {
 	return cur, existing, nil
 }
 
-// RunID is the deterministic id of this run.
-func (r *Run) RunID() string { return r.runID }
-
 // Result is the outcome of Execute.
 type Result struct {
 	Verdict     string

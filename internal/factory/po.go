@@ -76,6 +76,7 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	stderr := filepath.Join(a.dir, "logs", name+".stderr.txt")
 	res := proc.Run(ctx, proc.Spec{
 		Argv: argv, Dir: r.repo.Root, Timeout: r.opts.CommandTimeout, Stdout: stdout, Stderr: stderr,
+		MaxOutputBytes: proc.DefaultMaxOutputBytes,
 	})
 	if ctx.Err() != nil {
 		return CmdResult{}, context.Cause(ctx)
@@ -84,6 +85,7 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 		Command:         argv,
 		ExitCode:        res.ExitCode,
 		TimedOut:        res.TimedOut,
+		OutputLimited:   res.OutputLimited,
 		Error:           res.Err,
 		StdoutPath:      r.rel(stdout),
 		StderrPath:      r.rel(stderr),
@@ -96,12 +98,20 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	if out.StderrTrunc, err = proc.Tail(stderr, cmdExcerptBytes); err != nil {
 		return CmdResult{}, fmt.Errorf("read log %s: %w", stderr, err)
 	}
+	out.StdoutTrunc, out.StderrTrunc = r.relativize(out.StdoutTrunc), r.relativize(out.StderrTrunc)
 	status := fmt.Sprintf("exit %d", res.ExitCode)
 	if res.Err != "" {
 		status += " (" + res.Err + ")"
 	}
 	r.progress("attempt %d/%d: po: %s: %s → %s", a.index, r.opts.MaxAttempts, name, quoteArgv(argv), status)
 	return out, nil
+}
+
+// relativize shows the repository root as "." in output excerpts (full
+// logs keep the original), so prompts and artifacts do not depend on where
+// the repo is checked out and a transcript replays anywhere.
+func (r *Run) relativize(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, r.repo.Root+"/", ""), r.repo.Root, ".")
 }
 
 // commandBrief summarises a failed command: why it stopped, then the tail of

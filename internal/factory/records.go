@@ -54,6 +54,7 @@ type CmdResult struct {
 	Command         []string `json:"command"`
 	ExitCode        int      `json:"exit_code"`
 	TimedOut        bool     `json:"timed_out"`
+	OutputLimited   bool     `json:"output_limited"` // killed for writing more than 50 MiB to stdout or stderr
 	Error           string   `json:"error,omitempty"`
 	StdoutTrunc     string   `json:"stdout_trunc"`
 	StderrTrunc     string   `json:"stderr_trunc"`
@@ -89,10 +90,18 @@ type AttemptRecord struct {
 	Verify         []CmdResult   `json:"verify"`
 	Acceptance     []CmdResult   `json:"acceptance"`
 	FailureBrief   *FailureBrief `json:"failure_brief"`
-	// RemovedFiles lists untracked files (ignored ones included) the attempt
-	// created and rollback removed.
-	RemovedFiles []string  `json:"removed_files"`
-	Usage        llm.Usage `json:"usage"`
+	// Rollback is what restoring the baseline did; null when the attempt
+	// passed or never touched the repo.
+	Rollback *RollbackRecord `json:"rollback"`
+	Usage    llm.Usage       `json:"usage"`
+}
+
+// RollbackRecord is the audit trail of one rollback.
+type RollbackRecord struct {
+	RemovedFiles    []string `json:"removed_files"`    // files the attempt created (ignored ones and .git metadata included)
+	RestoredFiles   []string `json:"restored_files"`   // baseline ignored files and .git metadata put back
+	UnrestoredFiles []string `json:"unrestored_files"` // baseline ignored files changed that could not be put back
+	NewRefs         []string `json:"new_refs"`         // git refs a command created, left in place
 }
 
 // RunSummary is run_summary.json, written at the end of every run.

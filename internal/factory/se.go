@@ -49,11 +49,12 @@ func (r *Run) se(ctx context.Context, s *state) error {
 	r.progress("attempt %d/%d: se: asking %s for a write proposal", index, r.opts.MaxAttempts, r.opts.ModelName)
 	resp, err := r.opts.Model.Complete(ctx, req)
 	var mismatch *llm.ReplayMismatchError
+	var recordErr *llm.RecordError
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
-	case errors.As(err, &mismatch):
-		return err // a replay that diverged cannot stand for the recorded run
+	case errors.As(err, &mismatch), errors.As(err, &recordErr):
+		return err // a replay that diverged, or a record that cannot be kept, ends the run
 	case err != nil:
 		a.brief = newBrief(StageException, nil, nil, "model call failed: "+err.Error())
 		return nil
@@ -277,8 +278,8 @@ func writeText(path, text string) error {
 	return artifact.WriteFileAtomic(path, []byte(text), 0o644)
 }
 
-// newBrief builds a FailureBrief with the excerpt cut to MaxExcerptChars,
-// keeping the end, where errors usually are.
+// newBrief builds a FailureBrief with the excerpt cut to MaxExcerptChars.
+// Callers put the cause first (commandBrief keeps output tails itself).
 func newBrief(stage string, command *string, exitCode *int, excerpt string) *FailureBrief {
 	return &FailureBrief{
 		Stage:               stage,

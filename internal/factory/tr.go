@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
 	"github.com/factory-harness/factory/internal/canon"
@@ -28,9 +29,12 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 		return nil
 	}
 
-	paths, problems := r.checkScope(a.proposal)
+	paths, problems, ioProblems := r.checkScope(a.proposal)
 	if len(problems) > 0 {
 		return fail(StageWriteScopeViolation, problems)
+	}
+	if len(ioProblems) > 0 {
+		return fail(StageWriteFailed, ioProblems)
 	}
 	// Touched means about to be written: refused paths are in Errors only.
 	res.TouchedFiles = sortedCopy(paths)
@@ -58,8 +62,11 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 			return context.Cause(ctx)
 		}
 		st, content := current[i], []byte(a.proposal.Writes[i].Content)
-		if st.exists && r.baseline.IsIgnored(p) {
-			a.backups = append(a.backups, backup{path: p, data: st.data, mode: st.mode})
+		if st.exists {
+			a.overwritten = append(a.overwritten, overwrite{path: p, mtime: st.mtime})
+			if r.baseline.IsIgnored(p) {
+				a.backups = append(a.backups, backup{path: p, data: st.data, mode: st.mode})
+			}
 		}
 		full := filepath.Join(r.repo.Root, filepath.FromSlash(p))
 		created, err := mkdirAll(filepath.Dir(full))
@@ -84,9 +91,9 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 }
 
 // checkScope normalises every proposed path and reports each one that is
-// duplicated, unsafe, outside allowed_files or forbidden.
-func (r *Run) checkScope(p *workorder.WriteProposal) ([]string, []string) {
-	var paths, problems []string
+// duplicated, unsafe, outside allowed_files or forbidden, and separately the
+// ones that could not be inspected.
+func (r *Run) checkScope(p *workorder.WriteProposal) (paths, problems, ioProblems []string) {
 	seen := map[string]bool{}
 	for i, w := range p.Writes {
 		clean, err := workorder.NormalizePath(w.Path)
@@ -108,14 +115,23 @@ func (r *Run) checkScope(p *workorder.WriteProposal) ([]string, []string) {
 		case !r.opts.WorkOrder.IsAllowed(clean):
 			problems = append(problems, fmt.Sprintf("writes[%d]: %s is not in allowed_files", i, clean))
 		default:
-			if err := checkNoSymlink(r.repo.Root, clean); err != nil {
+			var ioErr *ioError
+			if err := checkNoSymlink(r.repo.Root, clean); errors.As(err, &ioErr) {
+				ioProblems = append(ioProblems, fmt.Sprintf("writes[%d]: %v", i, err))
+			} else if err != nil {
 				problems = append(problems, fmt.Sprintf("writes[%d]: %v", i, err))
 			}
 		}
 		seen[clean] = true
 	}
-	return paths, problems
+	return paths, problems, ioProblems
 }
+
+// ioError is a path that could not be inspected, as opposed to one that
+// breaks a rule: the model cannot fix it by retrying.
+type ioError struct{ error }
+
+func (e *ioError) Unwrap() error { return e.error }
 
 // checkNoSymlink walks p from the repo root and refuses a symlink at any
 // component and a parent that is not a directory: a write must land on the
@@ -130,7 +146,7 @@ func checkNoSymlink(root, p string) error {
 			return nil // the rest will be created
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %v", p, err)
+			return &ioError{fmt.Errorf("%s: %v", p, err)}
 		}
 		at := strings.Join(parts[:i+1], "/")
 		if info.Mode()&fs.ModeSymlink != 0 {
@@ -150,6 +166,7 @@ type fileState struct {
 	exists bool
 	data   []byte
 	mode   fs.FileMode
+	mtime  time.Time
 	sha256 string
 }
 
@@ -166,7 +183,7 @@ func (r *Run) currentFile(p string) (fileState, error) {
 	if err != nil {
 		return fileState{}, fmt.Errorf("%s: %v", p, err)
 	}
-	return fileState{exists: true, data: data, mode: info.Mode().Perm(), sha256: canon.SHA256Hex(data)}, nil
+	return fileState{exists: true, data: data, mode: info.Mode().Perm(), mtime: info.ModTime(), sha256: canon.SHA256Hex(data)}, nil
 }
 
 func sortedCopy(s []string) []string {

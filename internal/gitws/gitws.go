@@ -158,6 +158,10 @@ type Baseline struct {
 	// without this Rollback could not tell a baseline directory such as a
 	// virtualenv's empty include/ from one the attempt created.
 	EmptyDirs []string
+	// state is what only Snapshot records: git metadata, HEAD, refs and the
+	// ignored files' attributes and backups. It is nil in a Baseline built
+	// by hand, and Rollback then restores only the work tree.
+	state *baselineState
 }
 
 // keeps reports whether Rollback must keep the untracked path p: it is in
@@ -191,6 +195,13 @@ func (b Baseline) IsIgnored(path string) bool {
 // Snapshot records HEAD, the ignored files and the empty directories
 // present. It does not record uncommitted or untracked (non-ignored) work:
 // take it on a clean tree (Dirty empty), since Rollback discards such work.
+//
+// It also records, for Rollback: the branch HEAD is on (or that it is
+// detached) and the refs that exist; the bytes and modes of the git metadata
+// files that make git run code or change behaviour (config and everything in
+// hooks/ and info/ of the common git directory); and the type, size, mode
+// and mtime of every ignored file, with the content of a bounded subset
+// (see backupFileMax and backupTotalMax), shallowest first.
 func (r *Repo) Snapshot(ctx context.Context) (Baseline, error) {
 	head, err := r.Head(ctx)
 	if err != nil {
@@ -208,7 +219,18 @@ func (r *Repo) Snapshot(ctx context.Context) (Baseline, error) {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	slices.Sort(empty)
-	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty}, nil
+	st := &baselineState{}
+	if st.gitDir, err = r.commonGitDir(ctx); err != nil {
+		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
+	}
+	if st.meta, err = snapshotMeta(st.gitDir); err != nil {
+		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
+	}
+	if st.refs, st.headRef, err = r.listRefs(ctx); err != nil {
+		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
+	}
+	st.ignored, st.dirModes = r.snapshotIgnored(ignored)
+	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, state: st}, nil
 }
 
 // findEmptyDirs appends the empty directories at or below rel to out,
@@ -235,11 +257,49 @@ func findEmptyDirs(root, rel string, out *[]string) error {
 	return nil
 }
 
-// Rollback restores the work tree to b and returns the sorted paths it
-// deleted: every untracked file or symlink present that is not in b.Ignored,
-// whether ignored or not. Directories left empty by those deletions are
-// removed too, except the root, .git, b.EmptyDirs, and ancestors of
-// b.Ignored paths, b.EmptyDirs or tracked files. It is idempotent.
+// RollbackReport says what Rollback did and what it could not undo.
+type RollbackReport struct {
+	// Removed lists what the attempt created and Rollback deleted: untracked
+	// work-tree files and symlinks, and git metadata files (as ".git/<rel>",
+	// for example a planted ".git/hooks/pre-commit").
+	Removed []string
+	// Restored lists the baseline ignored files and git metadata files (as
+	// ".git/<rel>") that were changed or deleted and have been put back.
+	Restored []string
+	// Unrestored lists the baseline ignored files that were changed or
+	// deleted and could not be put back because their content was not backed
+	// up (too large, or over the snapshot's budget), and ignored nested
+	// repositories that were removed.
+	Unrestored []string
+	// NewRefs lists the refs (branches, tags, refs/stash, ...) that exist now
+	// but did not at baseline. Rollback leaves them in place.
+	NewRefs []string
+}
+
+// Rollback restores the repository to b. All lists in the report are sorted.
+//
+// With a Baseline from Snapshot it first puts back the git metadata files
+// (config, hooks/, info/) exactly, deleting ones the attempt added there:
+// a planted hook would otherwise run on the user's next commit, and planted
+// config (filter drivers, core.worktree) would steer the git commands
+// Rollback runs next. It then puts HEAD back on the baseline branch, or
+// detaches it at b.Commit if it was detached, before resetting, so that the
+// reset moves the baseline branch and not whatever the attempt checked out.
+// Branches, tags and stashes the attempt created are left alone and reported
+// in NewRefs.
+//
+// It then resets the work tree and index to b.Commit and deletes every
+// untracked file or symlink present that is not in b.Ignored, whether
+// ignored or not. Directories left empty by those deletions are removed too,
+// except the root, .git, b.EmptyDirs, and ancestors of b.Ignored paths,
+// b.EmptyDirs or tracked files.
+//
+// Last, every baseline ignored file whose type, size, mode or mtime (for a
+// symlink: type or target) differs from the snapshot is restored from its
+// backup, with its mode and mtime, so that a later Rollback sees it as
+// unchanged; without a backup it is reported in Unrestored. It is
+// idempotent: a second Rollback removes and restores nothing (and reports
+// the same Unrestored and NewRefs, which are still true).
 //
 // Rollback never deletes a path in b.Ignored, and it never deletes untracked
 // nested repositories (as git clean -fd would not): it leaves new ones in
@@ -249,16 +309,31 @@ func findEmptyDirs(root, rel string, out *[]string) error {
 // the attempt (say "!*.log") can un-ignore baseline files and make git clean
 // delete them. Instead it lists every untracked file with ls-files --others
 // and no exclude rules, so ignore rules cannot change what it keeps.
-func (r *Repo) Rollback(ctx context.Context, b Baseline) (removed []string, err error) {
+//
+// On error the report still describes what was done.
+func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, err error) {
 	short := b.Commit
 	if len(short) > 12 {
 		short = short[:12]
 	}
-	fail := func(err error) ([]string, error) {
-		return removed, fmt.Errorf("git rollback to %s: %w", short, err)
+	defer rep.sort()
+	fail := func(err error) (RollbackReport, error) {
+		return rep, fmt.Errorf("git rollback to %s: %w", short, err)
 	}
 	if !isHexHash(b.Commit) {
 		return fail(fmt.Errorf("baseline commit %q is not a full hex object id", b.Commit))
+	}
+	var errs []error
+	st := b.state
+	if st != nil {
+		metaErrs, err := restoreMeta(st, &rep)
+		if err != nil {
+			return fail(err)
+		}
+		errs = append(errs, metaErrs...)
+		if err := r.restoreHead(ctx, b, &rep); err != nil {
+			return fail(err)
+		}
 	}
 	// A plain reset --hard deletes files that are in the index but not in the
 	// target, so a baseline ignored file the attempt staged or committed
@@ -281,8 +356,7 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (removed []string, err 
 	if err != nil {
 		return fail(fmt.Errorf("list untracked files: %w", err))
 	}
-	var errs []error
-	var nested []string
+	var nested, removed []string
 	for _, p := range splitNUL(out) {
 		if b.keeps(p) || inDotGit(p) {
 			continue
@@ -298,8 +372,12 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (removed []string, err 
 		removed = append(removed, p)
 	}
 	slices.Sort(removed)
+	rep.Removed = append(rep.Removed, removed...)
 	if err := r.pruneEmptyDirs(ctx, b, removed); err != nil {
 		errs = append(errs, err)
+	}
+	if st != nil {
+		errs = append(errs, r.restoreIgnored(st, &rep)...)
 	}
 	if len(nested) > 0 {
 		slices.Sort(nested)
@@ -308,7 +386,14 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (removed []string, err 
 	if len(errs) > 0 {
 		return fail(errors.Join(errs...))
 	}
-	return removed, nil
+	return rep, nil
+}
+
+func (rep *RollbackReport) sort() {
+	slices.Sort(rep.Removed)
+	slices.Sort(rep.Restored)
+	slices.Sort(rep.Unrestored)
+	slices.Sort(rep.NewRefs)
 }
 
 // pruneEmptyDirs removes the directories that deleting removed left empty.

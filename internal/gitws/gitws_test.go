@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,35 +185,36 @@ func TestSnapshot(t *testing.T) {
 }
 
 func TestRollback(t *testing.T) {
+	outside := t.TempDir() // for symlinks pointing out of the repository
+	writeFile(t, outside, "secret", "do not touch\n")
 	tests := []struct {
-		name        string
-		change      func(t *testing.T, root string)
-		wantRemoved []string
+		name   string
+		setup  func(t *testing.T, root string) // before Snapshot
+		change func(t *testing.T, root string)
+
+		wantRemoved    []string
+		wantRestored   []string
+		wantUnrestored []string
+		wantNewRefs    []string
+		wantDetached   bool     // HEAD detached at the baseline commit rather than on main
+		wantDiff       []string // paths allowed to differ from the baseline afterwards
 	}{
 		{name: "nothing changed", change: func(*testing.T, string) {}},
 		{
 			name: "tracked file modified, mode changed",
 			change: func(t *testing.T, root string) {
 				writeFile(t, root, "src/app.py", "print('bye')\n")
-				if err := os.Chmod(filepath.Join(root, "run.sh"), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				chmod(t, root, "run.sh", 0o644)
 			},
 		},
 		{
-			name: "tracked files deleted",
-			change: func(t *testing.T, root string) {
-				if err := os.RemoveAll(filepath.Join(root, "src")); err != nil {
-					t.Fatal(err)
-				}
-			},
+			name:   "tracked files deleted",
+			change: func(t *testing.T, root string) { removeAll(t, root, "src") },
 		},
 		{
 			name: "tracked file replaced by a directory",
 			change: func(t *testing.T, root string) {
-				if err := os.Remove(filepath.Join(root, "README.md")); err != nil {
-					t.Fatal(err)
-				}
+				removeAll(t, root, "README.md")
 				writeFile(t, root, "README.md/inner.txt", "x")
 			},
 		},
@@ -248,17 +250,13 @@ func TestRollback(t *testing.T) {
 			wantRemoved: []string{"build/obj/a.o", "build/out.bin"},
 		},
 		{
-			name: "new untracked directory holding only ignored files",
-			change: func(t *testing.T, root string) {
-				writeFile(t, root, "tmp/run.log", "x")
-			},
+			name:        "new untracked directory holding only ignored files",
+			change:      func(t *testing.T, root string) { writeFile(t, root, "tmp/run.log", "x") },
 			wantRemoved: []string{"tmp/run.log"},
 		},
 		{
-			name: "new symlink to a directory outside the repo",
-			change: func(t *testing.T, root string) {
-				symlink(t, filepath.Dir(root), root, "src/escape")
-			},
+			name:        "new symlink to a directory outside the repo",
+			change:      func(t *testing.T, root string) { symlink(t, outside, root, "src/escape") },
 			wantRemoved: []string{"src/escape"},
 		},
 		{
@@ -293,58 +291,383 @@ func TestRollback(t *testing.T) {
 			},
 			wantRemoved: []string{".venv/.gitignore", "logs/.gitignore"},
 		},
+
+		// Git metadata.
+		{
+			name: "planted hook removed",
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\necho pwned\n")
+				chmod(t, root, ".git/hooks/pre-commit", 0o755)
+			},
+			wantRemoved: []string{".git/hooks/pre-commit"},
+		},
+		{
+			name:  "modified and deleted hooks restored",
+			setup: userHooks,
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, ".git/hooks/pre-push", "#!/bin/sh\necho pwned\n")
+				chmod(t, root, ".git/hooks/pre-push", 0o777)
+				removeAll(t, root, ".git/hooks/post-checkout")
+			},
+			wantRestored: []string{".git/hooks/post-checkout", ".git/hooks/pre-push"},
+		},
+		{
+			name:  "hooks directory replaced by a symlink",
+			setup: userHooks,
+			change: func(t *testing.T, root string) {
+				removeAll(t, root, ".git/hooks")
+				writeFile(t, outside, "hooks/pre-commit", "#!/bin/sh\necho pwned\n")
+				symlink(t, filepath.Join(outside, "hooks"), root, ".git/hooks")
+			},
+			wantRestored: []string{".git/hooks/post-checkout", ".git/hooks/pre-push"},
+		},
+		{
+			name:  "new directory of hooks",
+			setup: userHooks,
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, ".git/hooks/lib/a.sh", "x")
+				writeFile(t, root, ".git/hooks/lib/deep/b.sh", "x")
+			},
+			wantRemoved: []string{".git/hooks/lib/a.sh", ".git/hooks/lib/deep/b.sh"},
+		},
+		{
+			name: "alias and hooksPath appended to .git/config",
+			change: func(t *testing.T, root string) {
+				appendFile(t, root, ".git/config", "[alias]\n\tst = !sh -c 'echo pwned'\n[core]\n\thooksPath = /tmp/evil\n")
+			},
+			wantRestored: []string{".git/config"},
+		},
+		{
+			name: ".git/info/exclude changed, info/attributes planted",
+			setup: func(t *testing.T, root string) {
+				writeFile(t, root, ".git/info/exclude", "# mine\n*.swp\n")
+			},
+			change: func(t *testing.T, root string) {
+				appendFile(t, root, ".git/info/exclude", "*.py\n")
+				writeFile(t, root, ".git/info/attributes", "* filter=evil\n")
+			},
+			wantRestored: []string{".git/info/exclude"},
+			wantRemoved:  []string{".git/info/attributes"},
+		},
+
+		// HEAD and refs.
+		{
+			name: "HEAD moved to a new branch with a commit",
+			change: func(t *testing.T, root string) {
+				git(t, root, "checkout", "-q", "-b", "other")
+				writeFile(t, root, "feature.py", "x")
+				git(t, root, "add", "feature.py")
+				git(t, root, "commit", "-q", "-m", "on other")
+				git(t, root, "tag", "v-attempt")
+			},
+			wantRemoved: []string{"feature.py"},
+			wantNewRefs: []string{"refs/heads/other", "refs/tags/v-attempt"},
+		},
+		{
+			name:   "HEAD detached by the attempt",
+			change: func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--detach") },
+		},
+		{
+			name: "HEAD on an orphan branch",
+			change: func(t *testing.T, root string) {
+				git(t, root, "checkout", "-q", "--orphan", "fresh")
+				git(t, root, "rm", "-rq", "--cached", ".")
+			},
+		},
+		{
+			name: "stash created",
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, "src/app.py", "stashed\n")
+				git(t, root, "stash", "-q")
+			},
+			wantNewRefs: []string{"refs/stash"},
+		},
+		{
+			name:  "detached baseline, attempt commits on a new branch",
+			setup: func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--detach") },
+			change: func(t *testing.T, root string) {
+				git(t, root, "checkout", "-q", "main")
+				git(t, root, "checkout", "-q", "-b", "other")
+				writeFile(t, root, "feature.py", "x")
+				git(t, root, "add", "feature.py")
+				git(t, root, "commit", "-q", "-m", "on other")
+			},
+			wantRemoved:  []string{"feature.py"},
+			wantNewRefs:  []string{"refs/heads/other"},
+			wantDetached: true,
+		},
+		{
+			name:         "detached baseline, attempt on an orphan branch",
+			setup:        func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--detach") },
+			change:       func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--orphan", "fresh") },
+			wantDetached: true,
+		},
+
+		// Baseline ignored files.
+		{
+			name:         ".env deleted",
+			change:       func(t *testing.T, root string) { removeAll(t, root, ".env") },
+			wantRestored: []string{".env"},
+		},
+		{
+			name: ".env rewritten with the same size, and chmodded",
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, ".env", "SECRET=2\n")
+				chmod(t, root, ".env", 0o644)
+			},
+			wantRestored: []string{".env"},
+		},
+		{
+			name: ".env replaced by a symlink out of the repo",
+			change: func(t *testing.T, root string) {
+				removeAll(t, root, ".env")
+				symlink(t, filepath.Join(outside, "secret"), root, ".env")
+			},
+			wantRestored: []string{".env"},
+		},
+		{
+			name: ".env replaced by a directory",
+			change: func(t *testing.T, root string) {
+				removeAll(t, root, ".env")
+				writeFile(t, root, ".env/inner", "x")
+			},
+			wantRemoved:  []string{".env/inner"},
+			wantRestored: []string{".env"},
+		},
+		{
+			name: ".venv/lib removed",
+			setup: func(t *testing.T, root string) {
+				chmod(t, root, ".venv/lib/python", 0o750)
+				writeFile(t, root, ".venv/lib/python/pkg/mod.py", "import sys\n")
+			},
+			change:       func(t *testing.T, root string) { removeAll(t, root, ".venv/lib") },
+			wantRestored: []string{".venv/lib/python/pkg/mod.py", ".venv/lib/python/site.py"},
+		},
+		{
+			name: "ignored symlink retargeted",
+			change: func(t *testing.T, root string) {
+				removeAll(t, root, ".venv/lib64")
+				symlink(t, outside, root, ".venv/lib64")
+			},
+			wantRestored: []string{".venv/lib64"},
+		},
+		{
+			name:         "ignored symlink deleted",
+			change:       func(t *testing.T, root string) { removeAll(t, root, ".venv/lib64") },
+			wantRestored: []string{".venv/lib64"},
+		},
+		{
+			name:           "ignored file over the backup size limit modified",
+			setup:          func(t *testing.T, root string) { writeFile(t, root, "logs/big.log", strings.Repeat("x", 100<<10)) },
+			change:         func(t *testing.T, root string) { appendFile(t, root, "logs/big.log", "more\n") },
+			wantUnrestored: []string{"logs/big.log"},
+			wantDiff:       []string{"logs/big.log"},
+		},
+		{
+			name: "everything at once",
+			setup: func(t *testing.T, root string) {
+				userHooks(t, root)
+				writeFile(t, root, "logs/big.log", strings.Repeat("x", 100<<10))
+			},
+			change: func(t *testing.T, root string) {
+				git(t, root, "checkout", "-q", "-b", "other")
+				writeFile(t, root, ".git/hooks/pre-commit", "#!/bin/sh\necho pwned\n")
+				appendFile(t, root, ".git/config", "[alias]\n\tst = status\n")
+				removeAll(t, root, ".env")
+				removeAll(t, root, ".venv")
+				removeAll(t, root, "logs")
+				writeFile(t, root, "new.py", "x")
+			},
+			wantRemoved:    []string{".git/hooks/pre-commit", "new.py"},
+			wantRestored:   []string{".env", ".git/config", ".venv/bin/activate", ".venv/lib/python/site.py", ".venv/lib64", "logs/app.log"},
+			wantUnrestored: []string{"logs/big.log"},
+			wantNewRefs:    []string{"refs/heads/other"},
+			wantDiff:       []string{".venv/include", "logs/big.log"}, // an empty dir is not restored
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			ctx := context.Background()
+			if tt.setup != nil {
+				tt.setup(t, f.root)
+			}
 			b, err := f.repo.Snapshot(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			before := snapshotTree(t, f.root)
-			envBefore := before[".env"]
-			for _, p := range []string{".env", ".venv/lib/python/site.py", ".venv/lib64", ".venv/include", "logs/app.log"} {
+			mtimesBefore := ignoredMtimes(t, f.root, b)
+			for _, p := range []string{".env", ".venv/lib/python/site.py", ".venv/lib64", ".venv/include", "logs/app.log", ".git/config", ".git/hooks", ".git/info"} {
 				if before[p] == "" {
 					t.Fatalf("fixture lacks %s; the test would prove nothing", p)
 				}
 			}
+			wantHead := "refs/heads/main"
+			if tt.wantDetached {
+				wantHead = ""
+			}
+			if got := symbolicHead(t, f.root); got != wantHead {
+				t.Fatalf("HEAD at baseline is on %q, want %q", got, wantHead)
+			}
 
 			tt.change(t, f.root)
-			removed, err := f.repo.Rollback(ctx, b)
+			rep, err := f.repo.Rollback(ctx, b)
 			if err != nil {
 				t.Fatalf("Rollback: %v", err)
 			}
-			if !slices.Equal(removed, tt.wantRemoved) {
-				t.Errorf("removed = %q, want %q", removed, tt.wantRemoved)
+			want := RollbackReport{Removed: tt.wantRemoved, Restored: tt.wantRestored, Unrestored: tt.wantUnrestored, NewRefs: tt.wantNewRefs}
+			if d := diffReports(want, rep); d != "" {
+				t.Errorf("first Rollback report:\n%s", d)
 			}
-			after := snapshotTree(t, f.root)
-			if after[".env"] != envBefore {
-				t.Errorf(".env = %q, want %q", after[".env"], envBefore)
+			check := func(when string) {
+				t.Helper()
+				after := snapshotTree(t, f.root)
+				for _, p := range tt.wantDiff {
+					delete(before, p)
+					delete(after, p)
+				}
+				if d := diffTrees(before, after); d != "" {
+					t.Errorf("tree differs from baseline after %s:\n%s", when, d)
+				}
+				mtimesAfter := ignoredMtimes(t, f.root, b)
+				for p, m := range mtimesBefore {
+					if !slices.Contains(tt.wantDiff, p) && !mtimesAfter[p].Equal(m) {
+						t.Errorf("after %s, mtime of %s = %v, want %v", when, p, mtimesAfter[p], m)
+					}
+				}
+				if head, err := f.repo.Head(ctx); err != nil || head != b.Commit {
+					t.Errorf("after %s, Head = %s, %v; want %s", when, head, err, b.Commit)
+				}
+				if got := symbolicHead(t, f.root); got != wantHead {
+					t.Errorf("after %s, HEAD is on %q, want %q", when, got, wantHead)
+				}
+				if dirty, err := f.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
+					t.Errorf("after %s, Dirty = %q, %v; want clean", when, dirty, err)
+				}
 			}
-			if d := diffTrees(before, after); d != "" {
-				t.Errorf("tree differs from baseline:\n%s", d)
-			}
-			if head, err := f.repo.Head(ctx); err != nil || head != b.Commit {
-				t.Errorf("Head = %s, %v; want %s", head, err, b.Commit)
-			}
-			if dirty, err := f.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
-				t.Errorf("Dirty = %q, %v; want clean", dirty, err)
+			check("Rollback")
+			if got, err := os.ReadFile(filepath.Join(outside, "secret")); err != nil || string(got) != "do not touch\n" {
+				t.Errorf("file outside the repository = %q, %v", got, err)
 			}
 
-			removed, err = f.repo.Rollback(ctx, b)
-			if err != nil || len(removed) > 0 {
-				t.Errorf("second Rollback = %q, %v; want nothing removed", removed, err)
+			// Nothing left to do; what could not be undone is still reported.
+			rep, err = f.repo.Rollback(ctx, b)
+			if err != nil {
+				t.Fatalf("second Rollback: %v", err)
 			}
-			if d := diffTrees(before, snapshotTree(t, f.root)); d != "" {
-				t.Errorf("tree differs from baseline after second Rollback:\n%s", d)
+			want.Removed, want.Restored = nil, nil
+			if d := diffReports(want, rep); d != "" {
+				t.Errorf("second Rollback report:\n%s", d)
 			}
+			check("second Rollback")
 		})
 	}
 }
 
+// userHooks gives the repository hooks of its own in place of git's
+// templates, which vary between installations.
+func userHooks(t *testing.T, root string) {
+	t.Helper()
+	removeAll(t, root, ".git/hooks")
+	writeFile(t, root, ".git/hooks/pre-push", "#!/bin/sh\nmake test\n")
+	chmod(t, root, ".git/hooks/pre-push", 0o755)
+	writeFile(t, root, ".git/hooks/post-checkout", "#!/bin/sh\n")
+	chmod(t, root, ".git/hooks/post-checkout", 0o700)
+}
+
+// Rollback keeps the content of small, shallow ignored files first, within
+// a total budget; the rest it can only report.
+func TestRollbackBackupBudget(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	writeFile(t, f.root, ".gitignore", fixtureGitignore+"*.bin\n")
+	git(t, f.root, "commit", "-qam", "ignore *.bin")
+	chunk := strings.Repeat("b", backupFileMax)
+	writeFile(t, f.root, "top.bin", chunk)
+	writeFile(t, f.root, "over.bin", chunk+"!") // over the per-file limit
+	var deep []string
+	for i := range backupTotalMax/backupFileMax + 4 {
+		p := fmt.Sprintf("data/set/f%03d.bin", i)
+		writeFile(t, f.root, p, chunk)
+		deep = append(deep, p)
+	}
+	b, err := f.repo.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	backed := map[string]bool{}
+	for _, file := range b.state.ignored {
+		if file.backed {
+			backed[file.path] = true
+			total += int64(len(file.data))
+		}
+	}
+	if total > backupTotalMax {
+		t.Errorf("backed up %d bytes, over the %d budget", total, backupTotalMax)
+	}
+	for _, p := range []string{".env", "top.bin", "logs/app.log", ".venv/bin/activate", ".venv/lib/python/site.py"} {
+		if !backed[p] {
+			t.Errorf("%s not backed up", p)
+		}
+	}
+	if backed["over.bin"] {
+		t.Error("over.bin, over the per-file limit, was backed up")
+	}
+	// The deep files come last: a prefix of them by path fits, the rest not.
+	n := 0
+	for n < len(deep) && backed[deep[n]] {
+		n++
+	}
+	if n == 0 || n == len(deep) || slices.ContainsFunc(deep[n:], func(p string) bool { return backed[p] }) {
+		t.Fatalf("backed deep files: %d of %d, not a proper prefix", n, len(deep))
+	}
+
+	for _, p := range []string{"data", "top.bin", "over.bin", ".env"} {
+		removeAll(t, f.root, p)
+	}
+	rep, err := f.repo.Rollback(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRestored := append([]string{".env"}, deep[:n]...)
+	wantRestored = append(wantRestored, "top.bin")
+	slices.Sort(wantRestored)
+	want := RollbackReport{Restored: wantRestored, Unrestored: append(deep[n:], "over.bin")}
+	slices.Sort(want.Unrestored)
+	if d := diffReports(want, rep); d != "" {
+		t.Errorf("Rollback report:\n%s", d)
+	}
+}
+
+// A Baseline not made by Snapshot carries no record of git metadata or
+// HEAD, so Rollback leaves them alone rather than guess.
+func TestRollbackHandMadeBaseline(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	head := git(t, f.root, "rev-parse", "HEAD")
+	writeFile(t, f.root, ".git/hooks/pre-commit", "#!/bin/sh\n")
+	git(t, f.root, "checkout", "-q", "-b", "other")
+	writeFile(t, f.root, "new.txt", "x")
+	rep, err := f.repo.Rollback(ctx, Baseline{Commit: head, Ignored: fixtureIgnored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffReports(RollbackReport{Removed: []string{"new.txt"}}, rep); d != "" {
+		t.Errorf("Rollback report:\n%s", d)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, ".git/hooks/pre-commit")); err != nil {
+		t.Errorf("hook: %v", err)
+	}
+	if got := symbolicHead(t, f.root); got != "refs/heads/other" {
+		t.Errorf("HEAD on %q, want refs/heads/other", got)
+	}
+}
+
 // A directory holding a baseline ignored path survives even when the
-// attempt deleted that path and Rollback emptied the directory.
+// attempt deleted that path and Rollback emptied the directory (and the
+// path comes back from its backup).
 func TestRollbackKeepsParentsOfBaselineIgnored(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -356,12 +679,13 @@ func TestRollbackKeepsParentsOfBaselineIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, f.root, ".venv/lib/python/other.py", "x")
-	removed, err := f.repo.Rollback(ctx, b)
+	rep, err := f.repo.Rollback(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{".venv/lib/python/other.py"}; !slices.Equal(removed, want) {
-		t.Errorf("removed = %q, want %q", removed, want)
+	want := RollbackReport{Removed: []string{".venv/lib/python/other.py"}, Restored: []string{".venv/lib/python/site.py"}}
+	if d := diffReports(want, rep); d != "" {
+		t.Errorf("Rollback report:\n%s", d)
 	}
 	if info, err := os.Stat(filepath.Join(f.root, ".venv/lib/python")); err != nil || !info.IsDir() {
 		t.Errorf("parent of a baseline ignored file was removed: %v", err)
@@ -382,12 +706,12 @@ func TestRollbackLeavesNestedRepository(t *testing.T) {
 	git(t, nested, "init", "-q", "-b", "main")
 	writeFile(t, f.root, "stray.txt", "x")
 
-	removed, err := f.repo.Rollback(ctx, b)
+	rep, err := f.repo.Rollback(ctx, b)
 	if err == nil || !strings.Contains(err.Error(), "nested repositories in place: vendor/lib/") {
 		t.Errorf("Rollback error = %v, want it to name vendor/lib/", err)
 	}
-	if want := []string{"stray.txt"}; !slices.Equal(removed, want) {
-		t.Errorf("removed = %q, want %q", removed, want)
+	if want := []string{"stray.txt"}; !slices.Equal(rep.Removed, want) {
+		t.Errorf("Removed = %q, want %q", rep.Removed, want)
 	}
 	if _, err := os.Stat(filepath.Join(nested, "lib.go")); err != nil {
 		t.Errorf("nested repository content was touched: %v", err)
@@ -423,9 +747,9 @@ func TestRollbackKeepsIgnoredNestedRepository(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(pkg, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	removed, err := f.repo.Rollback(ctx, b)
-	if err != nil || len(removed) > 0 {
-		t.Errorf("Rollback = %q, %v; want nothing removed", removed, err)
+	rep, err := f.repo.Rollback(ctx, b)
+	if err != nil || len(rep.Removed) > 0 {
+		t.Errorf("Rollback = %+v, %v; want nothing removed", rep, err)
 	}
 	if _, err := os.Stat(filepath.Join(pkg, "setup.py")); err != nil {
 		t.Errorf("file of a baseline nested repository was removed: %v", err)

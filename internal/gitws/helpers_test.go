@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // isolateGit makes git ignore the machine's configuration and pins identity
@@ -99,6 +100,12 @@ func newFixture(t *testing.T) fixture {
 	isolateGit(t)
 	root := t.TempDir()
 	git(t, root, "init", "-q", "-b", "main")
+	// Git's templates, which normally provide these, vary between installations.
+	for _, dir := range []string{".git/hooks", ".git/info"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	writeFile(t, root, ".gitignore", fixtureGitignore)
 	writeFile(t, root, "README.md", "# demo\n")
 	writeFile(t, root, "src/app.py", "print('hi')\n")
@@ -130,13 +137,27 @@ func newFixture(t *testing.T) fixture {
 }
 
 // treeState describes every file, directory and symlink under a root except
-// .git: type, permission bits, and content hash or link target.
+// .git, plus .git/config, .git/hooks and .git/info: type, permission bits,
+// and content hash or link target.
 type treeState map[string]string
 
 func snapshotTree(t *testing.T, root string) treeState {
 	t.Helper()
 	state := treeState{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	walkTree(t, root, ".", state)
+	// Git metadata that Rollback restores too.
+	for _, p := range []string{".git/config", ".git/hooks", ".git/info"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
+			walkTree(t, root, p, state)
+		}
+	}
+	return state
+}
+
+// walkTree adds top and everything under it to state, skipping .git.
+func walkTree(t *testing.T, root, top string, state treeState) {
+	t.Helper()
+	err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -176,7 +197,84 @@ func snapshotTree(t *testing.T, root string) treeState {
 	if err != nil {
 		t.Fatalf("snapshot tree %s: %v", root, err)
 	}
-	return state
+}
+
+// ignoredMtimes returns the mtimes of b's ignored regular files (zero when
+// one is missing or not a regular file).
+func ignoredMtimes(t *testing.T, root string, b Baseline) map[string]time.Time {
+	t.Helper()
+	mtimes := map[string]time.Time{}
+	for _, p := range b.Ignored {
+		info, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p)))
+		if err == nil && info.Mode().IsRegular() {
+			mtimes[p] = info.ModTime()
+		} else {
+			mtimes[p] = time.Time{}
+		}
+	}
+	return mtimes
+}
+
+// diffReports describes how got differs from want, or returns "".
+func diffReports(want, got RollbackReport) string {
+	var lines []string
+	for _, f := range []struct {
+		name      string
+		want, got []string
+	}{
+		{"Removed", want.Removed, got.Removed},
+		{"Restored", want.Restored, got.Restored},
+		{"Unrestored", want.Unrestored, got.Unrestored},
+		{"NewRefs", want.NewRefs, got.NewRefs},
+	} {
+		if !slices.Equal(f.want, f.got) {
+			lines = append(lines, fmt.Sprintf("%s = %q, want %q", f.name, f.got, f.want))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// symbolicHead returns the branch HEAD is on, "" when it is detached.
+func symbolicHead(t *testing.T, root string) string {
+	t.Helper()
+	cmd := exec.Command("git", "symbolic-ref", "-q", "HEAD")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("git symbolic-ref HEAD: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func chmod(t *testing.T, root, rel string, mode fs.FileMode) {
+	t.Helper()
+	if err := os.Chmod(filepath.Join(root, filepath.FromSlash(rel)), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func removeAll(t *testing.T, root, rel string) {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendFile(t *testing.T, root, rel, content string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(root, filepath.FromSlash(rel)), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // diffTrees describes how got differs from want, or returns "" if equal.

@@ -185,3 +185,23 @@ func TestRequestHashIsStable(t *testing.T) {
 		t.Fatal("hash ignores message content")
 	}
 }
+
+func TestOpenAIChatSendsNoAmbientHeaders(t *testing.T) {
+	t.Setenv("OPENAI_ORG_ID", "org-private")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-private")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Leak: yes")
+	srv := llmtest.Start(t, llmtest.Reply{Content: "{}"})
+	c := NewOpenAIChat(OpenAIConfig{APIKey: "k", BaseURL: srv.URL, CustomHeaders: "X-Leak: yes"})
+	if _, err := c.Complete(context.Background(), request()); err != nil {
+		t.Fatal(err)
+	}
+	h := srv.Header(0)
+	for _, name := range []string{"OpenAI-Organization", "OpenAI-Project", "X-Leak"} {
+		if v := h.Get(name); v != "" {
+			t.Errorf("header %s = %q sent to the server", name, v)
+		}
+	}
+	if h.Get("Authorization") != "Bearer k" {
+		t.Errorf("Authorization = %q", h.Get("Authorization"))
+	}
+}

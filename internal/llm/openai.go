@@ -24,6 +24,31 @@ type OpenAIConfig struct {
 	Timeout    time.Duration // per request, retries included
 	MaxRetries int           // transport retries on 408/409/429/5xx and connection errors
 	HTTPClient *http.Client  // nil means http.DefaultClient
+	// CustomHeaders is the value of OPENAI_CUSTOM_HEADERS, which the SDK
+	// applies by itself; its headers are removed again.
+	CustomHeaders string
+}
+
+// ambientHeaders are set by the SDK from the environment (OPENAI_ORG_ID,
+// OPENAI_PROJECT_ID); they are dropped so that only what the user passed to
+// factory reaches the server, which may not be OpenAI's.
+var ambientHeaders = []string{"OpenAI-Organization", "OpenAI-Project"}
+
+// dropHeaders removes headers the SDK added on its own: the ambient ones,
+// and any named in OPENAI_CUSTOM_HEADERS (passed in as customHeaders).
+func dropHeaders(customHeaders string) option.Middleware {
+	names := append([]string(nil), ambientHeaders...)
+	for _, line := range strings.Split(customHeaders, "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			names = append(names, strings.TrimSpace(name))
+		}
+	}
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		for _, n := range names {
+			req.Header.Del(n)
+		}
+		return next(req)
+	}
 }
 
 // OpenAIChat calls POST {base}/chat/completions.
@@ -41,6 +66,7 @@ func NewOpenAIChat(cfg OpenAIConfig) *OpenAIChat {
 		option.WithAPIKey(cfg.APIKey),
 		option.WithBaseURL(base),
 		option.WithMaxRetries(cfg.MaxRetries),
+		option.WithMiddleware(dropHeaders(cfg.CustomHeaders)),
 	}
 	if cfg.Timeout > 0 {
 		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))

@@ -46,10 +46,20 @@ func (r *Recorder) Complete(ctx context.Context, req Request) (Response, error) 
 		ex.Response = &resp
 	}
 	if werr := appendLine(r.Path, ex); werr != nil {
-		return Response{}, fmt.Errorf("record transcript: %w", werr)
+		return Response{}, &RecordError{Path: r.Path, Err: werr}
 	}
 	return resp, err
 }
+
+// RecordError is a failure to write the transcript. It is not a model
+// failure: a run that cannot keep its record must stop, not retry.
+type RecordError struct {
+	Path string
+	Err  error
+}
+
+func (e *RecordError) Error() string { return fmt.Sprintf("record transcript %s: %v", e.Path, e.Err) }
+func (e *RecordError) Unwrap() error { return e.Err }
 
 func appendLine(path string, v any) error {
 	line, err := json.Marshal(v)
@@ -91,9 +101,6 @@ type ReplayMismatchError struct {
 func (e *ReplayMismatchError) Error() string {
 	return fmt.Sprintf("replay %s: request #%d differs from the transcript: %s", e.Path, e.Seq, e.Detail)
 }
-
-// errModelFailed carries a recorded model failure back to the caller.
-var errModelFailed = errors.New("recorded model call failed")
 
 // LoadReplayer reads a transcript written by Recorder.
 func LoadReplayer(path string) (*Replayer, error) {
@@ -144,7 +151,8 @@ func (r *Replayer) Complete(_ context.Context, req Request) (Response, error) {
 	}
 	r.next++
 	if ex.Error != "" {
-		return Response{}, fmt.Errorf("%w: %s", errModelFailed, ex.Error)
+		// The same text as when recorded: it reaches the next prompt.
+		return Response{}, errors.New(ex.Error)
 	}
 	return *ex.Response, nil
 }

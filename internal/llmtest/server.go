@@ -31,6 +31,7 @@ type Server struct {
 	mu       sync.Mutex
 	replies  []Reply
 	requests []map[string]any
+	headers  []http.Header
 }
 
 // Start serves replies until the test ends. A request beyond the script gets
@@ -57,6 +58,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	s.headers = append(s.headers, r.Header.Clone())
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -98,6 +100,16 @@ func (s *Server) Requests() []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]map[string]any(nil), s.requests...)
+}
+
+// Header returns the HTTP headers of request i.
+func (s *Server) Header(i int) http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i >= len(s.headers) {
+		return nil
+	}
+	return s.headers[i]
 }
 
 // UserPrompt returns the user message of request i.

@@ -32,3 +32,36 @@ func TestSafeEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestSafeEnvNames checks the rule name by name, both ways.
+func TestSafeEnvNames(t *testing.T) {
+	dropped := []string{
+		// Real credentials the first rule missed.
+		"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "PGPASSWORD", "AZURE_OPENAI_KEY",
+		"MY_SECRET_KEY", "DB_PASS", "GH_TOKEN", "GITHUB_TOKEN", "NPM_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS",
+		// Each part of the rule.
+		"STRIPE_KEY", "SSH_PRIVATE_KEY", "OPENAI_API_KEY", "MINIO_KEY_ID", "HF_TOKEN", "SMTP_PASS", "FTP_PASSWD",
+		"SECRET", "CLIENT_SECRET_VALUE", "PASSWORD", "MYSQL_ROOT_PASSWORD_FILE", "CREDENTIALS", "AWS_SHARED_CREDENTIALS_FILE",
+		"OPENAI_BASE_URL", "OPENAI_ORG_ID", "ANTHROPIC_MODEL",
+		// Case does not matter.
+		"aws_secret_access_key", "Gh_Token", "pgpassword", "Db_Pass", "openai_base_url", "google_application_credentials",
+	}
+	kept := []string{
+		"PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "SHELL", "TMPDIR", "PWD",
+		"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHASHSEED", "GOPATH", "GOCACHE", "GOFLAGS", "NODE_PATH", "JAVA_HOME",
+		// Near misses: KEY, TOKEN, PASS or a prefix elsewhere in the name.
+		"KEYBOARD", "KEY", "KEYMAP", "XKB_KEYMAP", "KEY_FILE_DIR", "MONKEY_KEYS", "TOKEN", "TOKENS_USED",
+		"TOKENIZERS_PARALLELISM", "PASS", "PASSTHROUGH", "BYPASS_CACHE", "COMPASS", "SSH_KEYS_DIR",
+		"OPENAI", "OPENAIX", "ANTHROPIC", "MY_OPENAI_ORG",
+	}
+	for _, name := range dropped {
+		if got := SafeEnv([]string{name + "=v"}); len(got) != 0 {
+			t.Errorf("SafeEnv kept %s, want it dropped", name)
+		}
+	}
+	for _, name := range kept {
+		if got := SafeEnv([]string{name + "=v"}); len(got) != 1 {
+			t.Errorf("SafeEnv dropped %s, want it kept", name)
+		}
+	}
+}

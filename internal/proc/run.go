@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -21,8 +22,18 @@ const waitDelay = 5 * time.Second
 // maxStderr is how much of a failed command's stderr a RunError keeps.
 const maxStderr = 4 << 10
 
+// DefaultMaxOutputBytes is a sensible Spec.MaxOutputBytes: far more log than anyone reads, far less
+// disk than a runaway print loop fills.
+const DefaultMaxOutputBytes = 50 << 20
+
+// outputPoll is how often Run checks the sizes of the output files against Spec.MaxOutputBytes.
+const outputPoll = 50 * time.Millisecond
+
 // errTimedOut marks the context that Run's own timeout cancels, to tell it apart from the caller's.
 var errTimedOut = errors.New("timed out")
+
+// errOutputLimit marks the context that Run cancels when output passes Spec.MaxOutputBytes.
+var errOutputLimit = errors.New("output limit exceeded")
 
 // Spec describes one command for Run.
 type Spec struct {
@@ -34,15 +45,26 @@ type Spec struct {
 	Stdout  string        // file path that receives stdout (created/truncated, 0644); "" = discard
 	Stderr  string        // same for stderr; the same path as Stdout interleaves both in one file
 	Env     []string      // environment; nil means SafeEnv(os.Environ())
+	// MaxOutputBytes caps the size of each output file; 0 (or less) means no cap. While the command
+	// runs, the files are checked every 50ms, and once one passes the cap the process group is killed
+	// and the file is truncated to the cap. DefaultMaxOutputBytes is a good value.
+	MaxOutputBytes int64
 }
 
 // Result is how a command ended.
 type Result struct {
-	Argv     []string
-	ExitCode int  // process exit code; -1 if it could not start, timed out, or died by a signal
+	Argv []string
+	// ExitCode is the process exit code; -1 if it could not start, timed out, died by a signal, or
+	// exceeded the output limit.
+	ExitCode int
 	TimedOut bool // killed because Spec.Timeout elapsed
+	// OutputLimited reports that an output file passed Spec.MaxOutputBytes and was truncated to it. It
+	// is set even if the command exited before the check that would have killed it, so that the result
+	// does not depend on timing; ExitCode is then -1 all the same.
+	OutputLimited bool
 	// Err is "" on a normal exit (any code); otherwise why the command did not exit normally: a start
-	// failure, "timed out after 2s", "killed by signal: killed" or "canceled".
+	// failure, "timed out after 2s", "output limit exceeded: stdout passed 50 MiB", "killed by signal:
+	// killed" or "canceled".
 	Err      string
 	Duration time.Duration
 }
@@ -52,7 +74,8 @@ type Result struct {
 //
 // Stdout and stderr go straight to files rather than pipes, so a background grandchild that keeps them
 // open cannot delay Run. When the command exits, times out or ctx is canceled, every process left in its
-// process group is killed, so nothing it started keeps running.
+// process group is killed, so nothing it started keeps running; in a process that called
+// BecomeSubreaper, so are the orphans it left, such as daemons that escaped the group with setsid.
 func Run(ctx context.Context, s Spec) Result {
 	start := time.Now()
 	res := Result{Argv: s.Argv, ExitCode: -1}
@@ -61,7 +84,8 @@ func Run(ctx context.Context, s Spec) Result {
 	return res
 }
 
-// run does the work of Run, filling in res.ExitCode and res.TimedOut, and returns Result.Err.
+// run does the work of Run, filling in res.ExitCode, res.TimedOut and res.OutputLimited, and returns
+// Result.Err.
 func run(ctx context.Context, s Spec, res *Result) string {
 	if len(s.Argv) == 0 {
 		return "no command: argv is empty"
@@ -72,6 +96,10 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		runCtx, cancel = context.WithTimeoutCause(ctx, s.Timeout, errTimedOut)
 		defer cancel()
 	}
+	// The output watcher cancels this to kill the process group, as a timeout does. An output past the
+	// limit is reported before any other reason, as the first thing to fix.
+	runCtx, limitCancel := context.WithCancelCause(runCtx)
+	defer limitCancel(nil)
 	env := s.Env
 	if env == nil {
 		env = SafeEnv(os.Environ())
@@ -94,7 +122,46 @@ func run(ctx context.Context, s Spec, res *Result) string {
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 
-	err = wait(cmd)
+	var outputs []output
+	if s.MaxOutputBytes > 0 {
+		outputs = capped(s, stdout, stderr)
+	}
+	var over *output // the first output found past the cap, by the watcher or after the command
+	watch := func(stop <-chan struct{}) {
+		tick := time.NewTicker(outputPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if over = overLimit(outputs, s.MaxOutputBytes); over != nil {
+					limitCancel(errOutputLimit) // kills the process group
+					return
+				}
+			}
+		}
+	}
+	if len(outputs) == 0 {
+		watch = nil
+	}
+
+	err = wait(cmd, watch)
+	if over == nil {
+		over = overLimit(outputs, s.MaxOutputBytes)
+	}
+	if over != nil {
+		// The command may have written more since the check; the watcher is done, and the process
+		// group and orphans are dead, so nothing writes anymore.
+		msg := fmt.Sprintf("output limit exceeded: %s passed %s", over.name, formatBytes(s.MaxOutputBytes))
+		for _, o := range outputs {
+			if err := truncateTo(o.file, s.MaxOutputBytes); err != nil {
+				msg += fmt.Sprintf(" (cannot truncate %s: %v)", o.name, err)
+			}
+		}
+		res.OutputLimited = true
+		return msg
+	}
 	switch {
 	case exitedNormally(cmd):
 		res.ExitCode = cmd.ProcessState.ExitCode()
@@ -108,6 +175,68 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		return "killed by signal: " + cmd.ProcessState.Sys().(syscall.WaitStatus).Signal().String()
 	}
 	return err.Error()
+}
+
+// output is an output file that Run keeps under Spec.MaxOutputBytes.
+type output struct {
+	name string // for Result.Err: "stdout", "stderr" or "stdout and stderr"
+	file *os.File
+}
+
+// capped lists the output files to watch: those not discarded, each once.
+func capped(s Spec, stdout, stderr *os.File) []output {
+	var outs []output
+	switch {
+	case s.Stdout != "" && s.Stdout == s.Stderr:
+		return []output{{"stdout and stderr", stdout}}
+	case s.Stdout != "":
+		outs = append(outs, output{"stdout", stdout})
+	}
+	if s.Stderr != "" {
+		outs = append(outs, output{"stderr", stderr})
+	}
+	return outs
+}
+
+// overLimit returns the first output whose file is larger than limit, or nil. A file it cannot stat
+// counts as within the limit.
+func overLimit(outs []output, limit int64) *output {
+	for i := range outs {
+		if info, err := outs[i].file.Stat(); err == nil && info.Size() > limit {
+			return &outs[i]
+		}
+	}
+	return nil
+}
+
+// truncateTo shortens f to size bytes if it is longer. Regular files only: the output path might be a
+// device or a FIFO, which cannot be truncated and holds nothing on disk.
+func truncateTo(f *os.File, size int64) error {
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() || info.Size() <= size {
+		return nil
+	}
+	return f.Truncate(size)
+}
+
+// formatBytes renders n for a message: "50 MiB", "64 KiB", "1 GiB", or "1500 bytes" when n is not a
+// whole number of a binary unit.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // createOutput creates or truncates the file at path for a child's output; "" means /dev/null.
@@ -148,7 +277,7 @@ func Output(ctx context.Context, dir string, argv []string, env []string) ([]byt
 	cmd := command(ctx, dir, argv, env)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	runErr := wait(cmd)
+	runErr := wait(cmd, nil)
 	out, err := readAll(stdout)
 	if err != nil && runErr == nil {
 		return nil, fail(fmt.Errorf("cannot read stdout: %w", err))
@@ -230,15 +359,26 @@ func command(ctx context.Context, dir string, argv, env []string) *exec.Cmd {
 }
 
 // wait starts cmd and waits for it, then kills whatever is left of its process group so that background
-// grandchildren cannot keep running (and changing the repository) after the command has returned.
-func wait(cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
+// grandchildren cannot keep running (and changing the repository) after the command has returned, and
+// then, in a subreaper, the orphans that escaped the group. If watch is not nil, it runs while the
+// command does, until stop is closed.
+func wait(cmd *exec.Cmd, watch func(stop <-chan struct{})) error {
+	if err := startTracked(cmd); err != nil {
 		return err
 	}
+	var watcher sync.WaitGroup
+	stop := make(chan struct{})
+	if watch != nil {
+		watcher.Go(func() { watch(stop) })
+	}
 	err := cmd.Wait()
+	close(stop)
+	watcher.Wait()
 	// While any member is alive the kernel cannot reuse the group's id, so the signal reaches only
 	// our group; an error means it is already empty, which is the goal.
 	_ = killGroup(cmd.Process.Pid)
+	untrack(cmd.Process.Pid)
+	reapOrphans()
 	return err
 }
 

@@ -61,31 +61,62 @@ func isASCIILetter(b byte) bool { return (b|0x20) >= 'a' && (b|0x20) <= 'z' }
 
 func hasDriveLetter(p string) bool { return len(p) >= 2 && p[1] == ':' && isASCIILetter(p[0]) }
 
-// forbiddenMatch reports whether the normalised path p is covered by one
-// forbidden entry. Entries without whitespace are path patterns: an exact
-// file, a directory prefix ("secrets/" or "secrets"), or a path.Match glob.
-// Entries with whitespace are prose constraints, shown to the model only.
-func forbiddenMatch(entry, p string) bool {
+// forbiddenPattern turns a forbidden entry into the path segments of a
+// pattern, or returns ok=false for prose (an entry with whitespace). The
+// syntax is .gitignore's: "*", "?" and "[...]" within a segment, "**" for any
+// number of directories, a trailing "/" for a directory, a leading "/" or
+// "./" anchoring at the root, and a pattern without a slash matching a name
+// at any depth. A pattern covers a path when it matches the path or one of
+// its parent directories.
+func forbiddenPattern(entry string) (segs []string, ok bool, err error) {
 	entry = strings.TrimSpace(entry)
 	if entry == "" || strings.ContainsFunc(entry, unicode.IsSpace) {
-		return false
+		return nil, false, nil
 	}
-	entry = strings.TrimPrefix(entry, "./")
-	if strings.ContainsAny(entry, "*?[") {
-		ok, err := path.Match(entry, p)
-		if !strings.Contains(entry, "/") && err == nil && !ok {
-			// As in .gitignore, a pattern without a slash matches the
-			// name at any depth: "*.lock" also covers "sub/x.lock".
-			ok, err = path.Match(entry, path.Base(p))
+	body := strings.TrimSuffix(entry, "/")
+	anchored := strings.Contains(body, "/")
+	body = path.Clean("/" + strings.TrimPrefix(body, "./"))[1:]
+	if body == "" {
+		return nil, false, fmt.Errorf("pattern %q names the repository root", entry)
+	}
+	segs = strings.Split(body, "/")
+	for _, seg := range segs {
+		if _, err := path.Match(seg, ""); err != nil || seg == "" {
+			return nil, false, fmt.Errorf("pattern %q is not a valid path pattern", entry)
 		}
-		return err == nil && ok
 	}
-	dir := strings.TrimSuffix(entry, "/")
-	if dir == "" {
+	if !anchored {
+		segs = append([]string{"**"}, segs...)
+	}
+	return segs, true, nil
+}
+
+// matchPrefix reports whether the pattern segments match p's segments or a
+// leading part of them (a parent directory of p).
+func matchPrefix(pat, p []string) bool {
+	if len(pat) == 0 {
+		return true // the pattern matched a parent directory, or p itself
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(p); i++ {
+			if matchPrefix(pat[1:], p[i:]) {
+				return true
+			}
+		}
 		return false
 	}
-	dir = path.Clean(dir)
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	if len(p) == 0 {
+		return false
+	}
+	ok, _ := path.Match(pat[0], p[0])
+	return ok && matchPrefix(pat[1:], p[1:])
+}
+
+// forbiddenMatch reports whether the normalised path p is covered by one
+// forbidden entry.
+func forbiddenMatch(entry, p string) bool {
+	segs, ok, err := forbiddenPattern(entry)
+	return ok && err == nil && matchPrefix(segs, strings.Split(p, "/"))
 }
 
 // IsForbidden reports whether the normalised path p matches any entry of the

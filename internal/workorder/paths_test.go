@@ -108,7 +108,16 @@ func TestForbiddenMatch(t *testing.T) {
 		{"prefix must end at a path boundary", "sec", "secrets/a", false},
 		{"prefix must end at a path boundary, file", "sec", "sec.txt", false},
 		{"dir prefix does not match sibling", "secrets/", "secretsx/a", false},
-		{"dir prefix does not match a deeper dir of that name", "secrets/", "app/secrets/a", false},
+		{"name without inner slash matches at any depth, as in .gitignore", "secrets/", "app/secrets/a", true},
+		{"anchored dir does not match deeper", "/secrets/", "app/secrets/a", false},
+		{"anchored by inner slash", "app/secrets", "x/app/secrets/a", false},
+		{"double star any depth", "**/*.lock", "x.lock", true},
+		{"double star deep", "**/*.lock", "a/b/x.lock", true},
+		{"dir double star", "secrets/**", "secrets/a/key.txt", true},
+		{"middle double star", "a/**/b.py", "a/x/y/b.py", true},
+		{"middle double star zero dirs", "a/**/b.py", "a/b.py", true},
+		{"single star stays in a segment but covers the dir", "secrets/*", "secrets/a/key.txt", true},
+		{"leading slash anchors", "/scripts/verify.sh", "scripts/verify.sh", true},
 		{"glob", "*.lock", "poetry.lock", true},
 		{"glob no match", "*.lock", "poetry.toml", false},
 		{"glob without slash matches at any depth", "*.lock", "sub/dir/x.lock", true},
@@ -178,5 +187,14 @@ func TestIsAllowed(t *testing.T) {
 				t.Fatalf("IsAllowed(%q) = %v, want %v", tc.path, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestForbiddenPatternErrors(t *testing.T) {
+	for _, entry := range []string{"[", "a/[b", "/", "./", "."} {
+		wo := &WorkOrder{ID: "WO-01", Title: "t", Intent: "i", AllowedFiles: []string{"a.py"}, AcceptanceCommands: []string{"true"}, Forbidden: []string{entry}}
+		if err := wo.Normalize(); err == nil || !strings.Contains(err.Error(), "forbidden[0]") {
+			t.Errorf("forbidden %q: err = %v, want a forbidden[0] error", entry, err)
+		}
 	}
 }

@@ -110,6 +110,11 @@ func (w *WorkOrder) Normalize() error {
 	if w.Forbidden == nil {
 		w.Forbidden = []string{}
 	}
+	for i, f := range w.Forbidden {
+		if _, _, err := forbiddenPattern(f); err != nil {
+			bad(fmt.Sprintf("forbidden[%d]", i), "%v", err)
+		}
+	}
 	normConds := func(field string, conds []Condition, onlyExists bool) []Condition {
 		out := make([]Condition, 0, len(conds))
 		for i, c := range conds {
