@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -584,5 +585,44 @@ func TestRunCommandsDoNotSeeCredentials(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", "ghp_secret")
 	if res := f.run(t, "--max-attempts", "1"); res.code != ExitPass {
 		t.Fatalf("exit %d: a command saw a credential\n%s", res.code, res.stderr)
+	}
+}
+
+// messScript is model-written code at its worst: run by an acceptance
+// command, it plants a git hook, edits .git/config, deletes the user's .env,
+// starts a setsid daemon that keeps rewriting calc.py, and fails.
+const messScript = `import os, sys, time
+open(".git/hooks/pre-commit", "w").write("#!/bin/sh\ntouch PWNED\n")
+os.chmod(".git/hooks/pre-commit", 0o755)
+open(".git/config", "a").write("[alias]\n\tst = !touch PWNED\n")
+os.remove(".env")
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            open("calc.py", "a").write("# daemon\n")
+            time.sleep(0.05)
+    os._exit(0)
+sys.exit(1)
+`
+
+func TestRunUndoesWhatCommandsDo(t *testing.T) {
+	wo := workOrder()
+	wo["acceptance_commands"] = []string{"python3 tools/mess.py"}
+	f := newFixture(t, wo, good(calcV2))
+	writeFiles(t, f.repo, map[string]string{"tools/mess.py": messScript})
+	git(t, f.repo, "add", "tools/mess.py")
+	git(t, f.repo, "commit", "-q", "-m", "tools")
+	f.baseline = treeSnapshot(t, f.repo)
+
+	res := f.run(t, "--max-attempts", "1")
+	if res.code != ExitFail {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	time.Sleep(300 * time.Millisecond) // a surviving daemon would write meanwhile
+	sameTree(t, f.baseline, treeSnapshot(t, f.repo))
+	rb := f.summary(t, res).Attempts[0].Rollback
+	if rb == nil || !slices.Contains(rb.RestoredFiles, ".env") || !slices.Contains(rb.RemovedFiles, ".git/hooks/pre-commit") {
+		t.Errorf("rollback record = %+v", rb)
 	}
 }

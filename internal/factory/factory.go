@@ -112,6 +112,14 @@ func Preflight(ctx context.Context, opts Options) (*Run, error) {
 		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
 			repo.Root, summarize(dirty, 5))
 	}
+	hidden, err := repo.HiddenEntries(ctx)
+	if err != nil {
+		return nil, preflightf("repository %s: %v", repo.Root, err)
+	}
+	if len(hidden) > 0 {
+		return nil, preflightf("repository %s has files marked skip-worktree or assume-unchanged (a sparse checkout?), which git's reset cannot restore, so a rollback could not be exact: %s",
+			repo.Root, summarize(hidden, 5))
+	}
 	if r.baseline, err = repo.Snapshot(ctx); err != nil {
 		return nil, preflightf("repository %s: %v", repo.Root, err)
 	}

@@ -131,6 +131,24 @@ func (r *Repo) Head(ctx context.Context) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// HiddenEntries lists tracked files git was told not to look at: marked
+// skip-worktree (sparse checkouts) or assume-unchanged. `reset --hard` does
+// not restore them, so a rollback could not be exact.
+func (r *Repo) HiddenEntries(ctx context.Context) ([]string, error) {
+	out, err := r.query(ctx, "ls-files", "-v", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("git ls-files in %s: %w", r.Root, err)
+	}
+	var hidden []string
+	for _, entry := range splitNUL(out) {
+		tag, p, ok := strings.Cut(entry, " ")
+		if ok && (tag == "S" || tag != strings.ToUpper(tag)) {
+			hidden = append(hidden, p)
+		}
+	}
+	return hidden, nil
+}
+
 // Dirty lists what makes the tree unclean: staged, unstaged and untracked
 // (not ignored) changes, as sorted porcelain v1 lines such as "?? new.txt" or
 // " M a.py". Empty means clean. Renames are reported as a deletion plus an

@@ -879,3 +879,17 @@ func TestTracked(t *testing.T) {
 		}
 	}
 }
+
+func TestHiddenEntries(t *testing.T) {
+	f := newFixture(t)
+	r := f.repo
+	if got, err := r.HiddenEntries(context.Background()); err != nil || len(got) != 0 {
+		t.Fatalf("fresh repo: %v, %v", got, err)
+	}
+	git(t, f.root, "update-index", "--skip-worktree", "src/app.py")
+	git(t, f.root, "update-index", "--assume-unchanged", "README.md")
+	got, err := r.HiddenEntries(context.Background())
+	if err != nil || strings.Join(got, ",") != "README.md,src/app.py" {
+		t.Errorf("HiddenEntries = %v, %v; want README.md and src/app.py", got, err)
+	}
+}
