@@ -545,30 +545,6 @@ func (r *Repo) copyIndex(ctx context.Context, dst string) error {
 	return os.WriteFile(dst, data, 0o600)
 }
 
-// Tracked reports whether path (relative to the root) names a file, symlink
-// or submodule in HEAD's tree; directories are not tracked in this sense. It
-// asks git ls-tree so the answer ignores whatever the index holds.
-func (r *Repo) Tracked(ctx context.Context, p string) (bool, error) {
-	clean := path.Clean(filepath.ToSlash(p))
-	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return false, fmt.Errorf("git tracked %q: path must be relative to the work tree root", p)
-	}
-	// GIT_LITERAL_PATHSPECS keeps a leading ":" from being read as pathspec magic.
-	out, err := runGit(ctx, r.Root, gitEnv(true, "GIT_LITERAL_PATHSPECS=1"),
-		"ls-tree", "-z", "HEAD", "--", clean)
-	if err != nil {
-		return false, fmt.Errorf("git tracked %q in %s: %w", p, r.Root, err)
-	}
-	for _, entry := range splitNUL(out) {
-		// Entry format: "<mode> SP <type> SP <object> TAB <path>".
-		meta, name, ok := strings.Cut(entry, "\t")
-		if ok && name == clean && !strings.Contains(meta, " tree ") {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // abs converts a slash-separated root-relative path from git to a filesystem path.
 func (r *Repo) abs(p string) string {
 	return filepath.Join(r.Root, filepath.FromSlash(p))

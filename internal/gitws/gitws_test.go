@@ -833,53 +833,6 @@ func TestTreeHash(t *testing.T) {
 	}
 }
 
-func TestTracked(t *testing.T) {
-	f := newFixture(t)
-	writeFile(t, f.root, "odd/a*b", "x")
-	writeFile(t, f.root, ":(top)odd", "x")
-	git(t, f.root, "add", "-A")
-	git(t, f.root, "commit", "-q", "-m", "odd names")
-	writeFile(t, f.root, "staged.py", "x")
-	git(t, f.root, "add", "staged.py")
-	git(t, f.root, "rm", "-q", "--cached", "README.md")
-
-	tests := []struct {
-		path string
-		want bool
-	}{
-		{"src/app.py", true},
-		{"./src/../src/app.py", true},
-		{"run.sh", true},
-		{"README.md", true},  // removed from the index only; HEAD still has it
-		{"staged.py", false}, // in the index only
-		{"src", false},
-		{"src/", false},
-		{"src/missing.py", false},
-		{".env", false},
-		{".venv/lib/python/site.py", false},
-		{"odd/a*b", true},
-		{"odd/a*", false},
-		{":(top)odd", true}, // a literal name, not pathspec magic
-		{"odd/*", false},
-		{"", false},
-	}
-	for _, tt := range tests {
-		got, err := f.repo.Tracked(context.Background(), tt.path)
-		if err != nil {
-			t.Errorf("Tracked(%q): %v", tt.path, err)
-			continue
-		}
-		if got != tt.want {
-			t.Errorf("Tracked(%q) = %v, want %v", tt.path, got, tt.want)
-		}
-	}
-	for _, p := range []string{"../outside", "/etc/passwd", "src/../../x"} {
-		if _, err := f.repo.Tracked(context.Background(), p); err == nil {
-			t.Errorf("Tracked(%q) succeeded, want an error", p)
-		}
-	}
-}
-
 func TestHiddenEntries(t *testing.T) {
 	f := newFixture(t)
 	r := f.repo
