@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -76,23 +77,44 @@ func Main() int {
 func Run(ctx context.Context, args []string, env Env) int {
 	root := newRootCmd(env)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return exitCode(err, env.Stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	return exitCode(cmd, err, env.Stderr)
 }
 
-func exitCode(err error, stderr io.Writer) int {
+// usageExitAnnotation lets a command give usage mistakes its own exit code:
+// `factory plan` keeps the seeds' codes, where 2 means an invalid plan.
+const usageExitAnnotation = "usage-exit-code"
+
+// exitError carries a command-specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitCode(cmd *cobra.Command, err error, stderr io.Writer) int {
 	var internal *internalError
+	var coded *exitError
 	switch {
 	case err == nil:
 		return ExitPass
 	case errors.As(err, &failError{}):
 		return ExitFail
+	case errors.As(err, &coded):
+		fmt.Fprintf(stderr, "factory: %v\n", err)
+		return coded.code
 	case errors.As(err, &internal):
 		fmt.Fprintf(stderr, "factory: %v\n", err)
 		return ExitInternal
 	default:
 		// Usage mistakes, preflight refusals and cobra's own argument errors.
 		fmt.Fprintf(stderr, "factory: %v\n", err)
+		if code, ok := cmd.Annotations[usageExitAnnotation]; cmd != nil && ok {
+			n, _ := strconv.Atoi(code)
+			return n
+		}
 		return ExitUsage
 	}
 }
@@ -115,6 +137,6 @@ modified), 3 interrupted, internal error or replay mismatch (repo rolled back).`
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(env))
+	root.AddCommand(newRunCmd(env), newPlanCmd(env), newValidateCmd(env))
 	return root
 }

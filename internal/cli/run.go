@@ -89,9 +89,6 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 			return usagef("%s is required (see 'factory run --help')", req.name)
 		}
 	}
-	if o.record != "" && o.replay != "" {
-		return usagef("--record and --replay cannot be used together")
-	}
 	if o.llmTimeout <= 0 {
 		return usagef("--llm-timeout-seconds must be positive")
 	}
@@ -142,8 +139,26 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 }
 
 func buildModel(o *runOptions, env Env) (llm.Model, error) {
-	if o.replay != "" {
-		r, err := llm.LoadReplayer(o.replay)
+	return connectModel(env, modelFlags{baseURL: o.baseURL, record: o.record, replay: o.replay},
+		func(key, base string) llm.Model {
+			return llm.NewOpenAIChat(llm.OpenAIConfig{
+				APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second, MaxRetries: 2,
+				CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
+			})
+		})
+}
+
+// modelFlags are the model-connection flags shared by run and plan.
+type modelFlags struct{ baseURL, record, replay string }
+
+// connectModel turns the shared flags into a Model: a replayer, or a live
+// client (wrapped by a recorder when asked) that needs OPENAI_API_KEY.
+func connectModel(env Env, f modelFlags, newClient func(key, base string) llm.Model) (llm.Model, error) {
+	if f.record != "" && f.replay != "" {
+		return nil, usagef("--record and --replay cannot be used together")
+	}
+	if f.replay != "" {
+		r, err := llm.LoadReplayer(f.replay)
 		if err != nil {
 			return nil, usagef("--replay: %v", err)
 		}
@@ -153,7 +168,7 @@ func buildModel(o *runOptions, env Env) (llm.Model, error) {
 	if key == "" {
 		return nil, usagef("OPENAI_API_KEY is not set; export it (any non-empty value for a local server that ignores keys) or use --replay FILE")
 	}
-	base := o.baseURL
+	base := f.baseURL
 	if base == "" {
 		base = env.Getenv("OPENAI_BASE_URL")
 	}
@@ -162,16 +177,13 @@ func buildModel(o *runOptions, env Env) (llm.Model, error) {
 			return nil, usagef("model base URL %q is not an http(s) URL like http://localhost:11434/v1", base)
 		}
 	}
-	var m llm.Model = llm.NewOpenAIChat(llm.OpenAIConfig{
-		APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second, MaxRetries: 2,
-		CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
-	})
-	if o.record != "" {
+	m := newClient(key, base)
+	if f.record != "" {
 		// One transcript per run: two runs in one file replay as neither.
-		if info, err := os.Stat(o.record); err == nil && info.Size() > 0 {
-			return nil, usagef("--record %s already holds a transcript; choose a new file", o.record)
+		if info, err := os.Stat(f.record); err == nil && info.Size() > 0 {
+			return nil, usagef("--record %s already holds a transcript; choose a new file", f.record)
 		}
-		m = &llm.Recorder{Model: m, Path: o.record}
+		m = &llm.Recorder{Model: m, Path: f.record}
 	}
 	return m, nil
 }

@@ -131,6 +131,18 @@ func (r *Repo) Head(ctx context.Context) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// Files lists the tracked files at HEAD, sorted, slash-separated: the file
+// state a plan for this repository starts from.
+func (r *Repo) Files(ctx context.Context) ([]string, error) {
+	out, err := r.query(ctx, "ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD")
+	if err != nil {
+		return nil, fmt.Errorf("git ls-tree in %s: %w", r.Root, err)
+	}
+	files := splitNUL(out)
+	slices.Sort(files)
+	return files, nil
+}
+
 // HiddenEntries lists tracked files git was told not to look at: marked
 // skip-worktree (sparse checkouts) or assume-unchanged. `reset --hard` does
 // not restore them, so a rollback could not be exact.

@@ -846,3 +846,14 @@ func TestHiddenEntries(t *testing.T) {
 		t.Errorf("HiddenEntries = %v, %v; want README.md and src/app.py", got, err)
 	}
 }
+
+func TestFiles(t *testing.T) {
+	f := newFixture(t)
+	got, err := f.repo.Files(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ".gitignore,README.md,run.sh,src/app.py,src/pkg/util.py"; strings.Join(got, ",") != want {
+		t.Errorf("Files = %v, want %s", got, want)
+	}
+}

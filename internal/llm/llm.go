@@ -1,5 +1,6 @@
 // Package llm is the one place that talks to language models: a Model
-// interface, an OpenAI-compatible Chat Completions client, and record/replay
+// interface, an OpenAI-compatible Chat Completions client, an OpenAI
+// Responses API client (background mode, for the planner), and record/replay
 // of transcripts behind the same interface.
 package llm
 
@@ -24,6 +25,12 @@ type Request struct {
 	// SchemaName and Schema, when set, ask for strict JSON-schema output.
 	SchemaName string         `json:"schema_name,omitempty"`
 	Schema     map[string]any `json:"schema,omitempty"`
+	// ReasoningEffort ("low", "medium", "high", ...) and MaxOutputTokens, when
+	// set, are passed to the server; empty means the server's default. Both
+	// are omitted from the JSON when unset, so hashes of requests that do not
+	// use them are unchanged.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	MaxOutputTokens int64  `json:"max_output_tokens,omitempty"`
 }
 
 // Hash is the hex SHA-256 of the request's canonical JSON.

@@ -135,6 +135,8 @@ func TestReplayMismatchNamesFirstDifference(t *testing.T) {
 	}{
 		{name: "model", edit: func(r *Request) { r.Model = "other" }, want: `model is "other", recorded "m"`},
 		{name: "temperature", edit: func(r *Request) { r.Temperature = 0.5 }, want: "temperature is 0.5"},
+		{name: "reasoning effort", edit: func(r *Request) { r.ReasoningEffort = "high" }, want: `reasoning_effort is "high"`},
+		{name: "output budget", edit: func(r *Request) { r.MaxOutputTokens = 10 }, want: "max_output_tokens is 10"},
 		{name: "message", edit: func(r *Request) { r.Messages[1].Content = "do the other thing" }, want: "messages[1].content differs at byte 7"},
 		{name: "schema", edit: func(r *Request) { *r = withSchema(*r) }, want: "schema_name"},
 	}

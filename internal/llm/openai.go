@@ -132,6 +132,12 @@ func (c *OpenAIChat) complete(ctx context.Context, req Request, useSchema, useTe
 	if useTemperature {
 		params.Temperature = openai.Float(req.Temperature)
 	}
+	if req.ReasoningEffort != "" {
+		params.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
+	}
+	if req.MaxOutputTokens > 0 {
+		params.MaxCompletionTokens = openai.Int(req.MaxOutputTokens)
+	}
 	if useSchema {
 		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{
 			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{

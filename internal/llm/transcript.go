@@ -164,6 +164,10 @@ func firstDifference(recorded, now Request) string {
 		return fmt.Sprintf("model is %q, recorded %q", now.Model, recorded.Model)
 	case recorded.Temperature != now.Temperature:
 		return fmt.Sprintf("temperature is %v, recorded %v", now.Temperature, recorded.Temperature)
+	case recorded.ReasoningEffort != now.ReasoningEffort:
+		return fmt.Sprintf("reasoning_effort is %q, recorded %q", now.ReasoningEffort, recorded.ReasoningEffort)
+	case recorded.MaxOutputTokens != now.MaxOutputTokens:
+		return fmt.Sprintf("max_output_tokens is %d, recorded %d", now.MaxOutputTokens, recorded.MaxOutputTokens)
 	case len(recorded.Messages) != len(now.Messages):
 		return fmt.Sprintf("%d messages, recorded %d", len(now.Messages), len(recorded.Messages))
 	}

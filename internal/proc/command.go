@@ -8,6 +8,38 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// CommandErrorKind says why ParseCommand refused a command line.
+type CommandErrorKind int
+
+const (
+	// KindSyntax: the line is empty, does not parse (an unterminated quote, a trailing backslash) or
+	// cannot be an argv (a NUL byte, an empty program name).
+	KindSyntax CommandErrorKind = iota + 1
+	// KindShellFeature: the line parses but uses something only a shell would interpret: operators,
+	// lists, redirections, expansions, globs, a leading ~, assignments, comments, subshells, blocks.
+	KindShellFeature
+)
+
+func (k CommandErrorKind) String() string {
+	switch k {
+	case KindSyntax:
+		return "syntax"
+	case KindShellFeature:
+		return "shell feature"
+	}
+	return fmt.Sprintf("CommandErrorKind(%d)", int(k))
+}
+
+// CommandError is the error ParseCommand returns.
+type CommandError struct {
+	Command string // the line as given
+	Kind    CommandErrorKind
+	Reason  string // what is wrong, without the command
+}
+
+// Error reads like `command "a | b": pipes are not allowed (commands run without a shell)`.
+func (e *CommandError) Error() string { return fmt.Sprintf("command %q: %s", e.Command, e.Reason) }
+
 // noShell ends most refusals: the user wrote shell syntax, but nothing will interpret it.
 const noShell = "(commands run without a shell)"
 
@@ -18,32 +50,34 @@ const noShell = "(commands run without a shell)"
 // that inside double quotes a backslash also escapes $ and `. Anything a shell would expand or interpret
 // (operators, redirections, expansions, globs, a leading ~, assignments, comments) is refused rather
 // than passed on literally, because no shell will ever see the words.
+//
+// Every error is a *CommandError.
 func ParseCommand(line string) ([]string, error) {
 	if strings.TrimSpace(line) == "" {
-		return nil, refuse(line, "the command is empty")
+		return nil, refuse(line, KindSyntax, "the command is empty")
 	}
 	// The parser silently drops NUL bytes; refuse them instead, as no argv can carry one.
 	if strings.ContainsRune(line, 0) {
-		return nil, refuse(line, "NUL bytes are not allowed (no program argument can contain one)")
+		return nil, refuse(line, KindSyntax, "NUL bytes are not allowed (no program argument can contain one)")
 	}
 	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX), syntax.KeepComments(true))
 	file, err := parser.Parse(strings.NewReader(line), "")
 	if err != nil {
-		return nil, refuse(line, "not a valid POSIX shell command line: %v", err)
+		return nil, refuse(line, KindSyntax, "not a valid POSIX shell command line: %v", err)
 	}
 	if len(file.Last) > 0 {
-		return nil, refuse(line, "comments are not allowed %s; quote '#' to pass it literally", noShell)
+		return nil, refuse(line, KindShellFeature, "comments are not allowed %s; quote '#' to pass it literally", noShell)
 	}
 	if len(file.Stmts) == 0 {
-		return nil, refuse(line, "the command is empty")
+		return nil, refuse(line, KindSyntax, "the command is empty")
 	}
 	for _, st := range file.Stmts {
 		if st.Background {
-			return nil, refuse(line, "running in the background with '&' is not allowed %s", noShell)
+			return nil, refuse(line, KindShellFeature, "running in the background with '&' is not allowed %s", noShell)
 		}
 	}
 	if len(file.Stmts) > 1 {
-		return nil, refuse(line, "only one command is allowed, not a list separated by ';' or newlines %s", noShell)
+		return nil, refuse(line, KindShellFeature, "only one command is allowed, not a list separated by ';' or newlines %s", noShell)
 	}
 	return simpleCommand(line, file.Stmts[0])
 }
@@ -51,37 +85,41 @@ func ParseCommand(line string) ([]string, error) {
 func simpleCommand(line string, st *syntax.Stmt) ([]string, error) {
 	switch {
 	case len(st.Comments) > 0:
-		return nil, refuse(line, "comments are not allowed %s; quote '#' to pass it literally", noShell)
+		return nil, refuse(line, KindShellFeature, "comments are not allowed %s; quote '#' to pass it literally", noShell)
 	case st.Semicolon.IsValid():
-		return nil, refuse(line, "';' is not allowed %s", noShell)
+		return nil, refuse(line, KindShellFeature, "';' is not allowed %s", noShell)
 	case st.Negated:
-		return nil, refuse(line, "negation with '!' is not allowed %s", noShell)
+		return nil, refuse(line, KindShellFeature, "negation with '!' is not allowed %s", noShell)
 	case len(st.Redirs) > 0:
 		switch st.Redirs[0].Op {
 		case syntax.Hdoc, syntax.DashHdoc:
-			return nil, refuse(line, "heredocs are not allowed %s", noShell)
+			return nil, refuse(line, KindShellFeature, "heredocs are not allowed %s", noShell)
 		}
-		return nil, refuse(line, "redirections are not allowed %s; output is captured for you", noShell)
+		return nil, refuse(line, KindShellFeature, "redirections are not allowed %s; output is captured for you", noShell)
 	}
 	call, ok := st.Cmd.(*syntax.CallExpr)
 	if !ok {
-		return nil, refuse(line, "%s are not allowed %s", compoundName(st.Cmd), noShell)
+		return nil, refuse(line, KindShellFeature, "%s are not allowed %s", compoundName(st.Cmd), noShell)
 	}
 	if len(call.Assigns) > 0 {
 		as := call.Assigns[0]
-		return nil, refuse(line, "variable assignments such as %q are not allowed %s", line[as.Pos().Offset():as.End().Offset()], noShell)
+		return nil, refuse(line, KindShellFeature, "variable assignments such as %q are not allowed %s", line[as.Pos().Offset():as.End().Offset()], noShell)
 	}
 	argv := make([]string, 0, len(call.Args))
 	for _, w := range call.Args {
 		arg, err := literalWord(w)
 		if err != nil {
 			word := line[w.Pos().Offset():w.End().Offset()]
-			return nil, refuse(line, "in word %q, %v", word, err)
+			kind := KindShellFeature
+			if errors.Is(err, errTrailingBackslash) {
+				kind = KindSyntax
+			}
+			return nil, refuse(line, kind, "in word %q, %v", word, err)
 		}
 		argv = append(argv, arg)
 	}
 	if argv[0] == "" {
-		return nil, refuse(line, "the program name is empty")
+		return nil, refuse(line, KindSyntax, "the program name is empty")
 	}
 	return argv, nil
 }
@@ -167,6 +205,9 @@ func literalWord(w *syntax.Word) (string, error) {
 	return sb.String(), nil
 }
 
+// errTrailingBackslash is the one word error that is malformed input rather than a shell feature.
+var errTrailingBackslash = errors.New("a trailing backslash escapes nothing")
+
 // unquotedLit appends the unquoted literal s with its backslash escapes removed.
 func unquotedLit(sb *strings.Builder, s string, wordStart, quoteNext bool) error {
 	s = dropContinuations(s)
@@ -175,7 +216,7 @@ func unquotedLit(sb *strings.Builder, s string, wordStart, quoteNext bool) error
 		switch {
 		case c == '\\':
 			if i+1 == len(s) {
-				return errors.New("a trailing backslash escapes nothing")
+				return errTrailingBackslash
 			}
 			i++
 			sb.WriteByte(s[i])
@@ -262,6 +303,6 @@ func expansionError(part syntax.WordPart) error {
 	return fmt.Errorf("%s is not allowed: no shell will expand it; quote a literal '$' or '`' with single quotes", what)
 }
 
-func refuse(line, format string, args ...any) error {
-	return fmt.Errorf("command %q: %s", line, fmt.Sprintf(format, args...))
+func refuse(line string, kind CommandErrorKind, format string, args ...any) error {
+	return &CommandError{Command: line, Kind: kind, Reason: fmt.Sprintf(format, args...)}
 }

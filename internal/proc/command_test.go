@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,7 +128,48 @@ func TestParseCommandRefuses(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "command "+strconv.Quote(tt.line)+": ") {
 				t.Errorf("ParseCommand(%q) error = %q, want it to start by quoting the command", tt.line, err)
 			}
+			var ce *CommandError
+			if !errors.As(err, &ce) || ce.Command != tt.line {
+				t.Errorf("ParseCommand(%q) error %#v is not a *CommandError for the line", tt.line, err)
+			}
 		})
+	}
+}
+
+func TestParseCommandErrorKinds(t *testing.T) {
+	tests := []struct {
+		line string
+		want CommandErrorKind
+	}{
+		{"", KindSyntax},
+		{"echo 'a", KindSyntax},
+		{`echo "a`, KindSyntax},
+		{`echo a\`, KindSyntax},
+		{"echo a\x00b", KindSyntax},
+		{"'' a", KindSyntax},
+		{"a &> out", KindSyntax}, // bash-only: not POSIX, so it does not parse
+		{"a | b", KindShellFeature},
+		{"a; b", KindShellFeature},
+		{"a > out", KindShellFeature},
+		{"echo $HOME", KindShellFeature},
+		{"ls *.py", KindShellFeature},
+		{"FOO=1 cmd", KindShellFeature},
+		{"a # hi", KindShellFeature},
+		{"(a)", KindShellFeature},
+	}
+	for _, tt := range tests {
+		_, err := ParseCommand(tt.line)
+		var ce *CommandError
+		if !errors.As(err, &ce) {
+			t.Errorf("ParseCommand(%q) error = %v, want a *CommandError", tt.line, err)
+			continue
+		}
+		if ce.Kind != tt.want {
+			t.Errorf("ParseCommand(%q) kind = %v, want %v (%s)", tt.line, ce.Kind, tt.want, ce.Reason)
+		}
+		if ce.Error() != "command "+strconv.Quote(tt.line)+": "+ce.Reason {
+			t.Errorf("ParseCommand(%q) Error() = %q does not join the command and the reason", tt.line, ce.Error())
+		}
 	}
 }
 

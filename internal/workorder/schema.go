@@ -32,6 +32,7 @@ func JSONSchema(v any, name string) ([]byte, error) {
 func PublishedSchemas() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for name, v := range map[string]any{
+		"manifest.schema.json":       &Manifest{},
 		"work_order.schema.json":     &WorkOrder{},
 		"write_proposal.schema.json": &WriteProposal{},
 	} {
@@ -47,7 +48,14 @@ func PublishedSchemas() (map[string][]byte, error) {
 // ProposalResponseSchema is the WriteProposal schema as a generic map, for
 // the strict json_schema response format of Chat Completions.
 func ProposalResponseSchema() (map[string]any, error) {
-	b, err := JSONSchema(&WriteProposal{}, "write_proposal.schema.json")
+	return ResponseSchema(&WriteProposal{}, "write_proposal.schema.json")
+}
+
+// ResponseSchema is v's schema as a generic map, for a strict structured
+// output format. Those accept a subset of JSON Schema; the $schema and $id
+// keywords are metadata the servers do not need.
+func ResponseSchema(v any, name string) (map[string]any, error) {
+	b, err := JSONSchema(v, name)
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +63,6 @@ func ProposalResponseSchema() (map[string]any, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
-	// Strict structured outputs accept a subset of JSON Schema; the $schema
-	// and $id keywords are metadata the servers do not need.
 	delete(m, "$schema")
 	delete(m, "$id")
 	return m, nil

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/planner"
+)
+
+// Exit codes of `factory plan`, as in the seeds (ARCHITECTURE.md).
+const (
+	PlanExitGeneral    = 1 // usage mistakes, I/O errors
+	PlanExitValidation = 2 // the plan is still invalid after every attempt
+	PlanExitModel      = 3 // the model API failed (after transport retries)
+	PlanExitJSON       = 4 // the last reply was not JSON at all
+)
+
+type planOptions struct {
+	spec, outdir, template, artifactsDir, repo string
+	overwrite, printSummary                    bool
+
+	model, effort, reviewModel string
+	maxOutputTokens            int64
+	maxAttempts                int
+	review                     bool
+	maxWaitSeconds             int
+	pollInterval, retryBackoff time.Duration
+	conn                       modelFlags
+	quiet                      bool
+}
+
+func newPlanCmd(env Env) *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:     "plan --spec FILE --outdir DIR",
+		Aliases: []string{"compile"},
+		Short:   "Compile a product spec into validated work orders WO-01.json … WO-NN.json",
+		Long: `Compile a product specification into work orders for 'factory run'.
+
+A model drafts the plan (OpenAI Responses API, background mode with polling); the
+deterministic validators check it (error codes E000-E007, E101-E106, warning W101; see
+the README); on errors the model revises it against the exact error list, up to
+--max-attempts times. A reviewer model then checks acceptance commands against the notes
+and the APIs across work orders (--no-review to skip); its findings go back to the planner
+for at most two revisions, each validated again. A revision that fails validation never
+replaces a plan that passed.
+
+Writes WO-NN.json files and then WORK_ORDERS_MANIFEST.json (with the compile hash, model,
+template hash and validator version) to --outdir, atomically; artifacts of every attempt
+and compile_summary.json go to --artifacts-dir.
+
+Exit codes: 0 success, 1 general error, 2 validation error, 3 API/network error,
+4 JSON parse error.`,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{usageExitAnnotation: "1"},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlan(cmd, o, env)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.spec, "spec", "", "product specification file (required)")
+	f.StringVar(&o.outdir, "outdir", "", "directory for WO-NN.json and WORK_ORDERS_MANIFEST.json (required)")
+	f.StringVar(&o.template, "template", "", "custom planner prompt template; must contain {{PRODUCT_SPEC}} (default: the built-in one)")
+	f.StringVar(&o.artifactsDir, "artifacts-dir", "", "directory for prompts, raw replies, validation errors and compile_summary.json (default <outdir>/compile_artifacts)")
+	f.StringVar(&o.repo, "repo", "", "target git repository: its tracked files are the state preconditions are checked against")
+	f.BoolVar(&o.overwrite, "overwrite", false, "replace a plan already in --outdir")
+	f.BoolVar(&o.printSummary, "print-summary", false, "print compile_summary.json to stdout at the end")
+	f.StringVar(&o.model, "llm-model", "gpt-5.2-codex", "planner model")
+	f.StringVar(&o.effort, "reasoning-effort", "medium", "reasoning effort sent to the model (e.g. low, medium, high; empty to omit)")
+	f.Int64Var(&o.maxOutputTokens, "max-output-tokens", 64000, "output token budget per call (doubled once when a reply is incomplete)")
+	f.IntVar(&o.maxAttempts, "max-attempts", 3, "planner calls per validation loop")
+	f.BoolVar(&o.review, "review", true, "run the LLM reviewer pass (--no-review or --review=false to skip)")
+	f.StringVar(&o.reviewModel, "review-model", "", "reviewer model (default: --llm-model)")
+	f.IntVar(&o.maxWaitSeconds, "max-wait-seconds", 1800, "bound on waiting for one background response")
+	f.DurationVar(&o.pollInterval, "poll-interval", llm.DefaultPollInterval, "how often to poll a background response")
+	f.DurationVar(&o.retryBackoff, "retry-backoff", llm.DefaultRetryBase, "first wait before retrying a transport error (then doubled)")
+	f.StringVar(&o.conn.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
+	f.StringVar(&o.conn.record, "record", "", "append every model exchange to this JSONL transcript")
+	f.StringVar(&o.conn.replay, "replay", "", "answer model requests from this JSONL transcript (no network, no API key)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
+	// --no-review is the spelling the seeds use.
+	f.Bool("no-review", false, "skip the LLM reviewer pass")
+	return cmd
+}
+
+func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
+	if noReview, _ := cmd.Flags().GetBool("no-review"); noReview {
+		o.review = false
+	}
+	if o.spec == "" || o.outdir == "" {
+		return usagef("--spec and --outdir are required (see 'factory plan --help')")
+	}
+	if o.maxAttempts < 1 || o.maxOutputTokens < 1 || o.maxWaitSeconds < 1 || o.pollInterval <= 0 || o.retryBackoff <= 0 {
+		return usagef("--max-attempts, --max-output-tokens, --max-wait-seconds, --poll-interval and --retry-backoff must be positive")
+	}
+	spec, err := os.ReadFile(o.spec)
+	if err != nil {
+		return usagef("read spec: %v", err)
+	}
+	if strings.TrimSpace(string(spec)) == "" {
+		return usagef("spec %s is empty", o.spec)
+	}
+	tmpl := planner.DefaultTemplate
+	if o.template != "" {
+		b, err := os.ReadFile(o.template)
+		if err != nil {
+			return usagef("read template: %v", err)
+		}
+		tmpl = string(b)
+	}
+	if err := planner.CheckTemplate(tmpl); err != nil {
+		return usagef("template %s: %v", o.template, err)
+	}
+	if err := planner.CheckOutdir(o.outdir, o.overwrite); err != nil {
+		return usagef("%v", err)
+	}
+	var repoFiles []string
+	if o.repo != "" {
+		repo, err := gitws.Open(cmd.Context(), o.repo)
+		if err != nil {
+			return usagef("--repo: %v", err)
+		}
+		if repoFiles, err = repo.Files(cmd.Context()); err != nil {
+			return usagef("--repo: %v", err)
+		}
+	}
+	artifacts := o.artifactsDir
+	if artifacts == "" {
+		artifacts = filepath.Join(o.outdir, "compile_artifacts")
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		return usagef("create artifacts directory: %v", err)
+	}
+	progress := env.Stderr
+	if o.quiet {
+		progress = nil
+	}
+	model, err := connectModel(env, o.conn, func(key, base string) llm.Model {
+		return llm.NewOpenAIResponses(llm.ResponsesConfig{
+			APIKey: key, BaseURL: base, CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
+			MaxWait: time.Duration(o.maxWaitSeconds) * time.Second, Progress: progress,
+			PollInterval: o.pollInterval, RetryBase: o.retryBackoff,
+		})
+	})
+	if err != nil {
+		return err
+	}
+	reviewModel := o.reviewModel
+	if reviewModel == "" {
+		reviewModel = o.model
+	}
+	out, err := planner.Compile(cmd.Context(), planner.Options{
+		Spec: string(spec), Template: tmpl,
+		Model: model, ModelName: o.model, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
+		MaxAttempts: o.maxAttempts, Review: o.review, ReviewModelName: reviewModel, MaxReviewCycles: 2,
+		Env:          planner.Env{RepoFiles: repoFiles, Python: planner.NewPython3Inspector()},
+		ArtifactsDir: artifacts, Progress: progress,
+	})
+	if o.printSummary {
+		printSummaryFile(env, filepath.Join(artifacts, "compile_summary.json"))
+	}
+	if err != nil {
+		return planError(err, o.outdir, artifacts, env)
+	}
+	written, err := planner.WritePlan(o.outdir, out.Manifest, planner.CompileInfo{
+		CompileHash: out.Summary.CompileHash, Model: o.model, ReasoningEffort: o.effort,
+		TemplateSHA256: out.Summary.TemplateSHA256, ValidatorVersion: planner.ValidatorVersion,
+	})
+	if err != nil {
+		return &exitError{code: PlanExitGeneral, err: fmt.Errorf("write plan: %w", err)}
+	}
+	for _, w := range out.Summary.Warnings {
+		fmt.Fprintf(env.Stderr, "warning: %s\n", w)
+	}
+	fmt.Fprintf(env.Stdout, "plan: %d work orders in %s (compile %s)\n", len(out.Manifest.WorkOrders), o.outdir, out.Summary.CompileHash)
+	for _, name := range written {
+		fmt.Fprintf(env.Stdout, "  %s\n", filepath.Join(o.outdir, name))
+	}
+	return nil
+}
+
+// planError maps a compile failure to its exit code; an invalid plan also
+// leaves validation_errors.json in the output directory.
+func planError(err error, outdir, artifacts string, env Env) error {
+	var invalid *planner.InvalidPlanError
+	var model *planner.ModelError
+	switch {
+	case errors.As(err, &invalid):
+		for _, e := range invalid.Issues {
+			fmt.Fprintf(env.Stderr, "%s\n", e)
+		}
+		if werr := planner.WriteValidationErrors(outdir, invalid.Issues); werr != nil {
+			err = errors.Join(err, werr)
+		}
+		code := PlanExitValidation
+		if invalid.NotJSON {
+			code = PlanExitJSON
+		}
+		return &exitError{code: code, err: fmt.Errorf("%w; see %s", err, artifacts)}
+	case errors.As(err, &model):
+		return &exitError{code: PlanExitModel, err: err}
+	}
+	return &exitError{code: PlanExitGeneral, err: err}
+}
+
+func printSummaryFile(env Env, path string) {
+	if data, err := os.ReadFile(path); err == nil {
+		env.Stdout.Write(data)
+	}
+}

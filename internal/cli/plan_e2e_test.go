@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/factory-harness/factory/internal/llmtest"
+	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+func validPlan(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("testdata/plans/calc_valid.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// invalidPlan breaks the valid plan: WO-02 runs the verify script itself (E105).
+func invalidPlan(t *testing.T) string {
+	return strings.Replace(validPlan(t), `"python3 -m unittest tests.test_multiply -v"`, `"bash scripts/verify.sh"`, 1)
+}
+
+func done(content string) llmtest.ResponsesReply {
+	return llmtest.ResponsesReply{Statuses: []string{"completed"}, Content: content}
+}
+
+type planFixture struct {
+	srv             *llmtest.ResponsesServer
+	spec, out, arts string
+}
+
+func newPlanFixture(t *testing.T, replies ...llmtest.ResponsesReply) *planFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &planFixture{
+		srv:  llmtest.StartResponses(t, replies...),
+		spec: filepath.Join(dir, "spec.txt"),
+		out:  filepath.Join(dir, "plan"),
+		arts: filepath.Join(dir, "artifacts"),
+	}
+	if err := os.WriteFile(f.spec, []byte("A calculator module with add and multiply.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *planFixture) run(t *testing.T, extra ...string) runOut {
+	t.Helper()
+	args := append([]string{"plan", "--spec", f.spec, "--outdir", f.out, "--artifacts-dir", f.arts,
+		"--llm-model", "planner-model", "--llm-base-url", f.srv.URL, "--poll-interval", "5ms", "--retry-backoff", "5ms"}, extra...)
+	return runFactory(t, []string{"OPENAI_API_KEY=test-key"}, args...)
+}
+
+func (f *planFixture) summary(t *testing.T) planner.Summary {
+	t.Helper()
+	var s planner.Summary
+	readJSON(t, filepath.Join(f.arts, "compile_summary.json"), &s)
+	return s
+}
+
+func TestPlanPollsUntilCompleted(t *testing.T) {
+	f := newPlanFixture(t, llmtest.ResponsesReply{Statuses: []string{"queued", "in_progress", "completed"}, Content: validPlan(t)})
+	res := f.run(t, "--no-review")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	if f.srv.Polls() < 3 {
+		t.Errorf("polls = %d, want the status walked through", f.srv.Polls())
+	}
+	got := listDir(t, f.out)
+	for _, want := range []string{"WO-01.json", "WO-02.json", planner.ManifestName} {
+		if !strings.Contains(strings.Join(got, " "), want) {
+			t.Errorf("outdir lacks %s: %v", want, got)
+		}
+	}
+	// Planner output is factory input: one WorkOrder type.
+	for _, name := range []string{"WO-01.json", "WO-02.json"} {
+		data, _ := os.ReadFile(filepath.Join(f.out, name))
+		if _, err := workorder.ParseWorkOrder(data); err != nil {
+			t.Errorf("%s is not a valid work order for factory run: %v", name, err)
+		}
+	}
+	var wo1, wo2 workorder.WorkOrder
+	readJSON(t, filepath.Join(f.out, "WO-01.json"), &wo1)
+	readJSON(t, filepath.Join(f.out, "WO-02.json"), &wo2)
+	if wo1.VerifyExempt || wo2.VerifyExempt {
+		t.Errorf("verify_exempt = %v, %v; the contract is satisfied after WO-01", wo1.VerifyExempt, wo2.VerifyExempt)
+	}
+	var plan planner.PlanFile
+	readJSON(t, filepath.Join(f.out, planner.ManifestName), &plan)
+	s := f.summary(t)
+	if plan.Compile == nil || plan.Compile.CompileHash != s.CompileHash || len(s.CompileHash) != 16 || plan.Compile.ValidatorVersion == "" {
+		t.Errorf("manifest provenance %+v, summary hash %s", plan.Compile, s.CompileHash)
+	}
+	body := f.srv.Requests()[0]
+	if body["background"] != true || body["model"] != "planner-model" {
+		t.Errorf("request = %v", body)
+	}
+	// The written plan passes `factory validate`.
+	if v := runFactory(t, nil, "validate", f.out); v.code != 0 {
+		t.Errorf("validate %s: exit %d\n%s%s", f.out, v.code, v.stdout, v.stderr)
+	}
+}
+
+func TestPlanRetriesTransportAndIncomplete(t *testing.T) {
+	f := newPlanFixture(t,
+		llmtest.ResponsesReply{HTTPErrors: []int{503}, Statuses: []string{"incomplete"}, Incomplete: "max_output_tokens", Content: `{"work_or`},
+		done(validPlan(t)),
+	)
+	res := f.run(t, "--no-review", "--max-output-tokens", "1000")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	reqs := f.srv.Requests()
+	last := reqs[len(reqs)-1]
+	if last["max_output_tokens"] != 2000.0 {
+		t.Errorf("retry budget = %v, want 2000 (doubled)", last["max_output_tokens"])
+	}
+}
+
+func TestPlanRevisesInvalidJSON(t *testing.T) {
+	f := newPlanFixture(t, done("Here is the plan: {not json"), done(validPlan(t)))
+	res := f.run(t, "--no-review")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	for _, name := range []string{"llm_raw_response_attempt_1.txt", "validation_errors_attempt_1.json", "llm_raw_response_attempt_2.txt", "manifest_raw_attempt_2.json", "prompt_attempt_2.txt"} {
+		if _, err := os.Stat(filepath.Join(f.arts, name)); err != nil {
+			t.Errorf("artifact: %v", err)
+		}
+	}
+	prompt, _ := os.ReadFile(filepath.Join(f.arts, "prompt_attempt_2.txt"))
+	if !strings.Contains(string(prompt), "[E000]") || !strings.Contains(string(prompt), "Here is the plan") {
+		t.Errorf("revision prompt lacks the error or the previous reply")
+	}
+	if s := f.summary(t); !s.Success || s.Attempts != 2 {
+		t.Errorf("summary = %+v", s)
+	}
+}
+
+func TestPlanFailsAfterThreeInvalidAttempts(t *testing.T) {
+	f := newPlanFixture(t, done(invalidPlan(t)), done(invalidPlan(t)), done(invalidPlan(t)))
+	res := f.run(t, "--no-review")
+	if res.code != PlanExitValidation {
+		t.Fatalf("exit %d, want %d\n%s", res.code, PlanExitValidation, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "[E105]") {
+		t.Errorf("stderr lacks the error code:\n%s", res.stderr)
+	}
+	for _, dir := range []string{f.arts, f.out} {
+		var issues []planner.Issue
+		readJSON(t, filepath.Join(dir, "validation_errors.json"), &issues)
+		if len(issues) == 0 || issues[0].Code != "E105" || issues[0].WOID != "WO-02" {
+			t.Errorf("%s/validation_errors.json = %+v", dir, issues)
+		}
+	}
+	for _, name := range listDir(t, f.out) {
+		if strings.HasPrefix(name, "WO-") || name == planner.ManifestName {
+			t.Errorf("an invalid plan was written: %s", name)
+		}
+	}
+	if s := f.summary(t); s.Success || s.Attempts != 3 {
+		t.Errorf("summary = %+v", s)
+	}
+}
+
+func TestPlanNotJSONExitCode(t *testing.T) {
+	f := newPlanFixture(t, done("nope"), done("still nope"))
+	if res := f.run(t, "--no-review", "--max-attempts", "2"); res.code != PlanExitJSON {
+		t.Fatalf("exit %d, want %d\n%s", res.code, PlanExitJSON, res.stderr)
+	}
+}
+
+func TestPlanModelFailureExitCode(t *testing.T) {
+	f := newPlanFixture(t, llmtest.ResponsesReply{Statuses: []string{"failed"}, Error: "the model is overloaded"})
+	res := f.run(t, "--no-review")
+	if res.code != PlanExitModel || !strings.Contains(res.stderr, "overloaded") {
+		t.Fatalf("exit %d, want %d\n%s", res.code, PlanExitModel, res.stderr)
+	}
+}
+
+func TestPlanReviewerFindingsReviseThePlan(t *testing.T) {
+	finding := `{"findings":[{"wo_id":"WO-02","field":"notes","problem":"the notes do not say multiply handles negatives","evidence":"spec","fix":"say so"}]}`
+	revised := strings.Replace(validPlan(t), "keep add unchanged.", "keep add unchanged; works for negative numbers.", 1)
+	f := newPlanFixture(t, done(validPlan(t)), done(finding), done(revised), done(`{"findings":[]}`))
+	res := f.run(t, "--review-model", "reviewer-model")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	var wo2 workorder.WorkOrder
+	readJSON(t, filepath.Join(f.out, "WO-02.json"), &wo2)
+	if wo2.Notes == nil || !strings.Contains(*wo2.Notes, "negative") {
+		t.Errorf("WO-02 notes = %v, want the revised plan", wo2.Notes)
+	}
+	for _, name := range []string{"reviewer_prompt_1.txt", "reviewer_response_1.json", "reviewer_findings_1.json", "reviewer_findings_2.json"} {
+		if _, err := os.Stat(filepath.Join(f.arts, name)); err != nil {
+			t.Errorf("artifact: %v", err)
+		}
+	}
+	reqs := f.srv.Requests()
+	if reqs[1]["model"] != "reviewer-model" || reqs[2]["model"] != "planner-model" {
+		t.Errorf("models = %v, %v", reqs[1]["model"], reqs[2]["model"])
+	}
+	prompt, _ := os.ReadFile(filepath.Join(f.arts, "prompt_attempt_2.txt"))
+	if !strings.Contains(string(prompt), "the notes do not say multiply handles negatives") {
+		t.Errorf("the review revision prompt lacks the finding")
+	}
+	s := f.summary(t)
+	if len(s.Review) != 2 || s.Review[0].Findings != 1 || s.Review[1].Findings != 0 {
+		t.Errorf("review log = %+v", s.Review)
+	}
+}
+
+func TestPlanKeepsValidPlanWhenReviewRevisionBreaksIt(t *testing.T) {
+	finding := `{"findings":[{"wo_id":"WO-02","field":"acceptance_commands[0]","problem":"p","evidence":"e","fix":"f"}]}`
+	f := newPlanFixture(t, done(validPlan(t)), done(finding), done(invalidPlan(t)), done(invalidPlan(t)))
+	res := f.run(t, "--max-attempts", "2")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	var wo2 workorder.WorkOrder
+	readJSON(t, filepath.Join(f.out, "WO-02.json"), &wo2)
+	if wo2.AcceptanceCommands[0] != "python3 -m unittest tests.test_multiply -v" {
+		t.Errorf("WO-02 = %+v, want the plan that passed", wo2.AcceptanceCommands)
+	}
+}
+
+func TestPlanRefusesExistingPlanWithoutOverwrite(t *testing.T) {
+	f := newPlanFixture(t, done(validPlan(t)), done(validPlan(t)))
+	if res := f.run(t, "--no-review"); res.code != 0 {
+		t.Fatalf("first plan: exit %d\n%s", res.code, res.stderr)
+	}
+	res := f.run(t, "--no-review")
+	if res.code != PlanExitGeneral || !strings.Contains(res.stderr, "--overwrite") || f.srv.Remaining() != 1 {
+		t.Fatalf("second plan: exit %d, remaining replies %d\n%s", res.code, f.srv.Remaining(), res.stderr)
+	}
+	if res := f.run(t, "--no-review", "--overwrite"); res.code != 0 {
+		t.Fatalf("--overwrite: exit %d\n%s", res.code, res.stderr)
+	}
+}
+
+func TestValidateReportsErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.json")
+	os.WriteFile(path, []byte(invalidPlan(t)), 0o644)
+	res := runFactory(t, nil, "validate", "--json", path)
+	if res.code != PlanExitValidation {
+		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	var issues []planner.Issue
+	if err := json.Unmarshal([]byte(res.stdout), &issues); err != nil || len(issues) == 0 || issues[0].Code != "E105" {
+		t.Errorf("issues = %+v (%v)", issues, err)
+	}
+}

@@ -1,0 +1,421 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// Defaults of ResponsesConfig and OpenAIResponses.
+const (
+	DefaultPollInterval = 2 * time.Second
+	DefaultMaxWait      = 30 * time.Minute
+	DefaultRetryBase    = time.Second
+	// DefaultMaxOutputTokens is the output budget assumed for a request that
+	// sets none when its response comes back incomplete: the retry asks for
+	// twice this (128000), which is the output limit of current reasoning
+	// models. It is the planner's default budget.
+	DefaultMaxOutputTokens = 64000
+	// TransportRetries is how often one HTTP call (the submission or one
+	// poll) is retried on HTTP 429/502/503/504 or a connection error.
+	TransportRetries = 3
+)
+
+const (
+	heartbeatEvery = 30 * time.Second
+	// cancelTimeout bounds the best-effort cancellation of an abandoned
+	// background response.
+	cancelTimeout = 5 * time.Second
+)
+
+// ResponsesConfig configures an OpenAI Responses API client. As with
+// OpenAIConfig, every setting is explicit.
+type ResponsesConfig struct {
+	APIKey     string
+	BaseURL    string       // "" means DefaultBaseURL
+	HTTPClient *http.Client // nil means http.DefaultClient
+	// CustomHeaders is the value of OPENAI_CUSTOM_HEADERS, which the SDK
+	// applies by itself; its headers are removed again.
+	CustomHeaders string
+	PollInterval  time.Duration // between status polls; 0 means DefaultPollInterval
+	// MaxWait bounds one submission and the wait for its answer (the retry
+	// of an incomplete response gets a fresh MaxWait); 0 means
+	// DefaultMaxWait.
+	MaxWait time.Duration
+	// RetryBase is the first transport backoff; later ones double it.
+	// 0 means DefaultRetryBase.
+	RetryBase time.Duration
+	// Progress, when set, gets one line per submission, status change and
+	// transport retry, and a heartbeat line every ~30s of unchanged status.
+	Progress io.Writer
+}
+
+// OpenAIResponses calls the Responses API (POST {base}/responses) in
+// background mode: it submits the request with background and store set,
+// then polls GET {base}/responses/{id} until the response is completed,
+// failed, cancelled or incomplete. It implements Model, so Recorder and
+// Replayer work with it unchanged.
+//
+// The SDK's own retries are off; each HTTP call is retried here up to
+// TransportRetries times with exponential backoff on 429/502/503/504 and
+// connection errors. Note that a submission whose answer was lost to a
+// connection error is submitted again, which may leave a duplicate
+// background response on the server.
+//
+// Request mapping: system messages become instructions (joined by a blank
+// line), user messages become input messages, ReasoningEffort becomes
+// reasoning.effort, MaxOutputTokens max_output_tokens, and Schema a strict
+// json_schema text format. Temperature is sent only when it is not 0, since
+// reasoning models reject the parameter.
+type OpenAIResponses struct {
+	client    openai.Client
+	poll      time.Duration
+	maxWait   time.Duration
+	retryBase time.Duration
+	heartbeat time.Duration
+	progress  io.Writer
+}
+
+// NewOpenAIResponses returns a Responses API model client.
+func NewOpenAIResponses(cfg ResponsesConfig) *OpenAIResponses {
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	opts := []option.RequestOption{
+		option.WithAPIKey(cfg.APIKey),
+		option.WithBaseURL(base),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(dropHeaders(cfg.CustomHeaders)),
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	c := &OpenAIResponses{
+		client:    openai.NewClient(opts...),
+		poll:      cfg.PollInterval,
+		maxWait:   cfg.MaxWait,
+		retryBase: cfg.RetryBase,
+		heartbeat: heartbeatEvery,
+		progress:  cfg.Progress,
+	}
+	if c.poll <= 0 {
+		c.poll = DefaultPollInterval
+	}
+	if c.maxWait <= 0 {
+		c.maxWait = DefaultMaxWait
+	}
+	if c.retryBase <= 0 {
+		c.retryBase = DefaultRetryBase
+	}
+	return c
+}
+
+// Complete submits req and waits for its answer. A completed response is
+// returned with FinishReason "completed". An incomplete one (reason
+// max_output_tokens, or none given) is retried once with the output budget
+// doubled (2×MaxOutputTokens, or 2×DefaultMaxOutputTokens when the request
+// set none), noted in Response.Degraded; a second incomplete answer, or one
+// for another reason, is an error. Failed and cancelled responses are errors
+// carrying the server's message.
+func (c *OpenAIResponses) Complete(ctx context.Context, req Request) (Response, error) {
+	params, err := responsesParams(req)
+	if err != nil {
+		return Response{}, err
+	}
+	var degraded []string
+	for retried := false; ; retried = true {
+		r, err := c.run(ctx, req.Model, params)
+		if err != nil {
+			return Response{}, err
+		}
+		switch r.Status {
+		case responses.ResponseStatusCompleted:
+			return toResponse(r, degraded), nil
+		case responses.ResponseStatusIncomplete:
+			reason := r.IncompleteDetails.Reason
+			if retried || (reason != "" && reason != "max_output_tokens") {
+				return Response{}, fmt.Errorf("response %s (model %s) is incomplete (%s) at max_output_tokens %s",
+					r.ID, req.Model, orUnknown(reason), budgetText(params))
+			}
+			budget := 2 * req.MaxOutputTokens
+			if budget <= 0 {
+				budget = 2 * DefaultMaxOutputTokens
+			}
+			params.MaxOutputTokens = openai.Int(budget)
+			note := fmt.Sprintf("max_output_tokens doubled to %d", budget)
+			degraded = append(degraded, note)
+			c.logf("response %s is incomplete (%s); retrying with %s", r.ID, orUnknown(reason), note)
+		case responses.ResponseStatusFailed:
+			msg := r.Error.Message
+			if r.Error.Code != "" {
+				msg = string(r.Error.Code) + ": " + msg
+			}
+			return Response{}, fmt.Errorf("response %s (model %s) failed: %s", r.ID, req.Model, orUnknown(msg))
+		case responses.ResponseStatusCancelled:
+			return Response{}, fmt.Errorf("response %s (model %s) was cancelled on the server", r.ID, req.Model)
+		default:
+			return Response{}, fmt.Errorf("response %s (model %s) has unexpected status %q", r.ID, req.Model, r.Status)
+		}
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no reason given"
+	}
+	return s
+}
+
+func budgetText(p responses.ResponseNewParams) string {
+	if p.MaxOutputTokens.Valid() {
+		return fmt.Sprint(p.MaxOutputTokens.Value)
+	}
+	return "(server default)"
+}
+
+func responsesParams(req Request) (responses.ResponseNewParams, error) {
+	p := responses.ResponseNewParams{
+		Model:      shared.ResponsesModel(req.Model),
+		Background: openai.Bool(true),
+		Store:      openai.Bool(true), // background responses must be stored
+	}
+	var system []string
+	var input responses.ResponseInputParam
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			system = append(system, m.Content)
+		case "user":
+			input = append(input, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRoleUser))
+		default:
+			return p, fmt.Errorf("responses message role %q is not supported", m.Role)
+		}
+	}
+	if len(system) > 0 {
+		p.Instructions = openai.String(strings.Join(system, "\n\n"))
+	}
+	if len(input) > 0 {
+		p.Input.OfInputItemList = input
+	}
+	if req.Temperature != 0 {
+		p.Temperature = openai.Float(req.Temperature)
+	}
+	if req.ReasoningEffort != "" {
+		p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(req.ReasoningEffort)}
+	}
+	if req.MaxOutputTokens > 0 {
+		p.MaxOutputTokens = openai.Int(req.MaxOutputTokens)
+	}
+	if req.Schema != nil {
+		p.Text = responses.ResponseTextConfigParam{
+			Format: responses.ResponseFormatTextConfigUnionParam{
+				OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{
+					Name:   req.SchemaName,
+					Schema: req.Schema,
+					Strict: openai.Bool(true),
+				},
+			},
+		}
+	}
+	return p, nil
+}
+
+func toResponse(r *responses.Response, degraded []string) Response {
+	var refusal strings.Builder
+	for _, item := range r.Output {
+		for _, part := range item.Content {
+			if part.Type == "refusal" {
+				refusal.WriteString(part.Refusal)
+			}
+		}
+	}
+	return Response{
+		Content:      r.OutputText(),
+		Refusal:      refusal.String(),
+		FinishReason: string(r.Status),
+		Model:        r.Model,
+		Usage: Usage{
+			PromptTokens:     r.Usage.InputTokens,
+			CompletionTokens: r.Usage.OutputTokens,
+			TotalTokens:      r.Usage.TotalTokens,
+		},
+		Degraded: degraded,
+	}
+}
+
+func terminal(s responses.ResponseStatus) bool {
+	switch s {
+	case responses.ResponseStatusQueued, responses.ResponseStatusInProgress:
+		return false
+	}
+	return true
+}
+
+// run submits params and polls until the response reaches a terminal
+// status, all within maxWait.
+func (c *OpenAIResponses) run(ctx context.Context, model string, params responses.ResponseNewParams) (*responses.Response, error) {
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, c.maxWait)
+	defer cancel()
+
+	var r *responses.Response
+	err := c.call(wctx, "submit", func(ctx context.Context) error {
+		var err error
+		r, err = c.client.Responses.New(ctx, params)
+		return err
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("submit response with model %s: %w", model, ctx.Err())
+	case wctx.Err() != nil:
+		return nil, fmt.Errorf("submit response with model %s: no answer within the max wait of %s", model, c.maxWait)
+	case err != nil:
+		return nil, fmt.Errorf("submit response with model %s: %w", model, err)
+	}
+	if r.ID == "" && !terminal(r.Status) {
+		return nil, fmt.Errorf("submit response with model %s: the server returned status %s and no response id", model, r.Status)
+	}
+	c.logf("response %s submitted (model %s): %s", r.ID, model, r.Status)
+
+	id, status, lastLine := r.ID, r.Status, time.Now()
+	for !terminal(status) {
+		err := sleep(wctx, c.poll)
+		if err == nil {
+			var got *responses.Response
+			err = c.call(wctx, "poll "+id, func(ctx context.Context) error {
+				var err error
+				got, err = c.client.Responses.Get(ctx, id, responses.ResponseGetParams{})
+				return err
+			})
+			if err == nil {
+				r = got
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			c.cancelRemote(ctx, id)
+			return nil, fmt.Errorf("response %s (model %s), last status %s: %w", id, model, status, ctx.Err())
+		case wctx.Err() != nil:
+			cancelNote := "cancel requested"
+			if cerr := c.cancelRemote(ctx, id); cerr != nil {
+				cancelNote = "cancel failed: " + cerr.Error()
+			}
+			return nil, fmt.Errorf("response %s (model %s) is still %s after the max wait of %s (%s)",
+				id, model, status, c.maxWait, cancelNote)
+		case err != nil:
+			return nil, fmt.Errorf("response %s (model %s), last status %s: %w", id, model, status, err)
+		}
+		if r.Status != status {
+			status, lastLine = r.Status, time.Now()
+			c.logf("response %s: %s after %s", id, status, roundDuration(time.Since(start)))
+		} else if time.Since(lastLine) >= c.heartbeat {
+			lastLine = time.Now()
+			c.logf("response %s: still %s after %s", id, status, roundDuration(time.Since(start)))
+		}
+	}
+	return r, nil
+}
+
+// cancelRemote asks the server to cancel an abandoned background response,
+// best effort: it runs even when ctx is done, for at most cancelTimeout.
+func (c *OpenAIResponses) cancelRemote(ctx context.Context, id string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer cancel()
+	_, err := c.client.Responses.Cancel(cctx, id)
+	if err != nil {
+		err = withServerMessage(err)
+		c.logf("response %s: cancel failed: %v", id, err)
+		return err
+	}
+	c.logf("response %s: cancel requested", id)
+	return nil
+}
+
+// call runs one HTTP call, retrying it on transient failures. The error it
+// returns carries the server's message and, if retries ran out, how many
+// attempts were made.
+func (c *OpenAIResponses) call(ctx context.Context, what string, f func(context.Context) error) error {
+	for retry := 0; ; retry++ {
+		err := f(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		err = withServerMessage(err)
+		if !transient(err) {
+			return err
+		}
+		if retry >= TransportRetries {
+			return fmt.Errorf("%w (gave up after %d attempts)", err, retry+1)
+		}
+		delay := c.retryBase << retry
+		c.logf("%s: %v; retry %d of %d in %s", what, err, retry+1, TransportRetries, delay)
+		if err := sleep(ctx, delay); err != nil {
+			return err
+		}
+	}
+}
+
+// withServerMessage adds the server's message to an API error: the SDK's
+// error text is only the status.
+func withServerMessage(err error) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) && apiErr.Message != "" {
+		return fmt.Errorf("%w: %s", err, apiErr.Message)
+	}
+	return err
+}
+
+// transient reports whether an HTTP call is worth retrying: HTTP 429, 502,
+// 503 and 504, and connection errors.
+func transient(err error) bool {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		switch apiErr.StatusCode {
+		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func roundDuration(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func (c *OpenAIResponses) logf(format string, args ...any) {
+	if c.progress != nil {
+		fmt.Fprintf(c.progress, "responses: "+format+"\n", args...)
+	}
+}

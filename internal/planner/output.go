@@ -1,0 +1,172 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// ManifestName is the plan file written last, after every WO-NN.json.
+const ManifestName = "WORK_ORDERS_MANIFEST.json"
+
+// CompileInfo says where a plan came from, so a run can cite it.
+type CompileInfo struct {
+	CompileHash      string `json:"compile_hash"`
+	Model            string `json:"model"`
+	ReasoningEffort  string `json:"reasoning_effort"`
+	TemplateSHA256   string `json:"template_sha256"`
+	ValidatorVersion string `json:"validator_version"`
+}
+
+// PlanFile is WORK_ORDERS_MANIFEST.json: the plan plus its provenance.
+type PlanFile struct {
+	Compile        *CompileInfo              `json:"compile,omitempty"`
+	VerifyContract *workorder.VerifyContract `json:"verify_contract"`
+	WorkOrders     []workorder.WorkOrder     `json:"work_orders"`
+}
+
+var woFile = regexp.MustCompile(`^WO-\d+\.json$`)
+
+// existingPlan lists the work order files and manifest already in dir.
+func existingPlan(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if woFile.MatchString(e.Name()) || e.Name() == ManifestName {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// CheckOutdir refuses to plan into a directory that already holds a plan,
+// unless overwrite is set. It runs before any model call, so a mistake costs
+// nothing.
+func CheckOutdir(dir string, overwrite bool) error {
+	existing, err := existingPlan(dir)
+	if err != nil {
+		return fmt.Errorf("read output directory %s: %w", dir, err)
+	}
+	if len(existing) > 0 && !overwrite {
+		return fmt.Errorf("%s already holds a plan (%s); pass --overwrite to replace it", dir, existing[0])
+	}
+	return nil
+}
+
+// WritePlan writes WO-NN.json files, then the manifest last, each atomically.
+// Work order files of an earlier plan that the new one does not have are
+// removed (CheckOutdir has made sure overwriting was asked for).
+func WritePlan(dir string, m *workorder.Manifest, info CompileInfo) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	old, err := existingPlan(dir)
+	if err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, wo := range m.WorkOrders {
+		name := wo.ID + ".json"
+		if err := artifact.WriteJSON(filepath.Join(dir, name), wo); err != nil {
+			return written, err
+		}
+		written = append(written, name)
+	}
+	for _, name := range old {
+		if name != ManifestName && !slices.Contains(written, name) {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return written, fmt.Errorf("remove stale %s: %w", name, err)
+			}
+		}
+	}
+	plan := PlanFile{Compile: &info, VerifyContract: m.VerifyContract, WorkOrders: m.WorkOrders}
+	if err := artifact.WriteJSON(filepath.Join(dir, ManifestName), plan); err != nil {
+		return written, err
+	}
+	return append(written, ManifestName), nil
+}
+
+// LoadPlan reads a plan for `factory validate`: a manifest file (with or
+// without our "compile" provenance), a single work order file, or a
+// directory of WO-NN.json files (plus its manifest's verify_contract). It
+// returns the bytes of a plain manifest for Validate.
+func LoadPlan(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return planBytes(data)
+	}
+	names, err := existingPlan(path)
+	if err != nil {
+		return nil, err
+	}
+	var contract json.RawMessage
+	var orders []json.RawMessage
+	for _, name := range names { // ReadDir sorts by name: WO-01 … WO-NN
+		data, err := os.ReadFile(filepath.Join(path, name))
+		if err != nil {
+			return nil, err
+		}
+		if name == ManifestName {
+			var top map[string]json.RawMessage
+			if json.Unmarshal(data, &top) == nil {
+				contract = top["verify_contract"]
+			}
+			continue
+		}
+		orders = append(orders, data)
+	}
+	if len(orders) == 0 {
+		return nil, fmt.Errorf("%s holds no WO-NN.json files", path)
+	}
+	return json.Marshal(map[string]any{"verify_contract": contract, "work_orders": orders})
+}
+
+// planBytes turns one file into a manifest: our manifest minus its
+// provenance, a plain manifest as is, or a lone work order wrapped.
+func planBytes(data []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return data, nil // Validate reports it as E000
+	}
+	if _, ok := top["work_orders"]; ok {
+		if _, ok := top["compile"]; !ok {
+			return data, nil
+		}
+		delete(top, "compile")
+		return json.Marshal(top)
+	}
+	if _, ok := top["id"]; ok {
+		return json.Marshal(map[string]any{"work_orders": []json.RawMessage{bytes.TrimSpace(data)}})
+	}
+	return data, nil
+}
+
+// WriteValidationErrors leaves validation_errors.json in dir after a failed
+// compile, next to where the plan would have been.
+func WriteValidationErrors(dir string, issues []Issue) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return artifact.WriteJSON(filepath.Join(dir, "validation_errors.json"), nonNil(issues))
+}

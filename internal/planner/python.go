@@ -1,0 +1,167 @@
+package planner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/factory-harness/factory/internal/proc"
+)
+
+// PythonInspector checks the code of a `python -c CODE` acceptance command
+// without running it. Validate takes one through Env so that it stays pure
+// and fast in tests; NewPython3Inspector is the real one.
+type PythonInspector interface {
+	// Inspect compiles code and lists its imports. A syntax error in code
+	// is a PythonInfo, not an error; an error means the check itself could
+	// not be done (python3 missing or broken, ctx done, code too long).
+	Inspect(ctx context.Context, code string) (PythonInfo, error)
+}
+
+// PythonInfo is what Inspect found in one piece of code.
+type PythonInfo struct {
+	// SyntaxError is "" when the code compiles, else where and why it
+	// does not, e.g. "line 1: invalid syntax" or
+	// "line 3: 'return' outside function".
+	SyntaxError string `json:"syntax_error"`
+	// Imports are the absolute imports (import a.b, from a.b import c) in
+	// source order; relative imports (from . import x) are left out. Empty
+	// when there is a syntax error.
+	Imports []Import `json:"imports"`
+}
+
+// Import is one imported module.
+type Import struct {
+	Module string   `json:"module"` // "a.b" for both `import a.b` and `from a.b import c`
+	Names  []string `json:"names"`  // ["c"] for `from a.b import c`; nil for `import a.b`
+	Stdlib bool     `json:"stdlib"` // the top-level package is in sys.stdlib_module_names
+}
+
+// MaxPythonCodeBytes bounds the code one Inspect call accepts: it travels as
+// one argv element, and Linux refuses a single argument over 128 KiB.
+const MaxPythonCodeBytes = 64 * 1024
+
+// inspectTimeout bounds one python3 run; compiling even large code takes
+// milliseconds, so hitting it means python3 hangs.
+const inspectTimeout = 30 * time.Second
+
+// inspectScript runs under `python3 -I -S -X utf8 -c`, with the code to
+// check as sys.argv[1]. compile() rather than ast.parse alone, because
+// only the compiler reports errors such as 'return' outside function.
+// It never executes the code.
+const inspectScript = `import ast, json, sys, warnings
+if sys.version_info < (3, 10):
+    sys.exit("python3 is %d.%d; checking acceptance commands needs 3.10 or newer (sys.stdlib_module_names)" % sys.version_info[:2])
+warnings.simplefilter("ignore")
+src = sys.argv[1]
+out = {"syntax_error": "", "imports": []}
+try:
+    tree = ast.parse(src, "<acceptance>")
+    compile(tree, "<acceptance>", "exec", dont_inherit=True)
+except SyntaxError as e:
+    out["syntax_error"] = ("line %d: %s" % (e.lineno, e.msg)) if e.lineno else str(e.msg)
+except (ValueError, RecursionError, MemoryError) as e:
+    out["syntax_error"] = "%s: %s" % (type(e).__name__, e)
+else:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                found.append((node.lineno, node.col_offset, a.name, None))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.col_offset, node.module, [a.name for a in node.names]))
+    found.sort(key=lambda f: (f[0], f[1]))
+    std = sys.stdlib_module_names
+    out["imports"] = [{"module": m, "names": n, "stdlib": m.split(".")[0] in std} for _, _, m, n in found]
+sys.stdout.write(json.dumps(out))
+`
+
+// python3Inspector runs one python3 per distinct code string and caches the
+// result: plans repeat commands across attempts and work orders.
+type python3Inspector struct {
+	bin   string
+	mu    sync.Mutex
+	cache map[string]PythonInfo
+}
+
+// NewPython3Inspector returns an inspector that asks python3 on PATH, run
+// as `python3 -I -S -X utf8 -c <script> <code>` through proc (never a
+// shell), isolated from the environment, site-packages and the current
+// directory. The verdict is that python3's: the factory may later run the
+// command with another Python version. It is safe for concurrent use.
+func NewPython3Inspector() PythonInspector { return newPythonInspector("python3") }
+
+func newPythonInspector(bin string) *python3Inspector {
+	return &python3Inspector{bin: bin, cache: map[string]PythonInfo{}}
+}
+
+func (p *python3Inspector) Inspect(ctx context.Context, code string) (PythonInfo, error) {
+	p.mu.Lock()
+	info, ok := p.cache[code]
+	p.mu.Unlock()
+	if ok {
+		return cloneInfo(info), nil
+	}
+	switch {
+	case len(code) > MaxPythonCodeBytes:
+		return PythonInfo{}, fmt.Errorf("python -c code is %d bytes; at most %d can be checked", len(code), MaxPythonCodeBytes)
+	case strings.ContainsRune(code, 0):
+		return PythonInfo{}, errors.New("python -c code contains a NUL byte, which no program argument can carry")
+	}
+	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
+	defer cancel()
+	argv := []string{p.bin, "-I", "-S", "-X", "utf8", "-c", inspectScript, code}
+	out, err := proc.Output(ctx, "", argv, proc.SafeEnv(os.Environ()))
+	if err != nil {
+		return PythonInfo{}, inspectError(p.bin, err)
+	}
+	if err := json.Unmarshal(out, &info); err != nil {
+		return PythonInfo{}, fmt.Errorf("%s printed something other than the inspection JSON (%v): %.200q", p.bin, err, out)
+	}
+	p.mu.Lock()
+	p.cache[code] = info
+	p.mu.Unlock()
+	return cloneInfo(info), nil
+}
+
+// inspectError rewords a proc error without its argv, which holds the whole
+// script and code, keeping the *proc.RunError (and ctx errors) in the chain.
+func inspectError(bin string, err error) error {
+	msg := fmt.Sprintf("cannot run %s to check python -c code: %v", bin, err)
+	var re *proc.RunError
+	if errors.As(err, &re) {
+		msg = fmt.Sprintf("cannot run %s to check python -c code: %v", bin, re.Err)
+		if s := strings.TrimSpace(re.Stderr); s != "" {
+			msg += ": " + s
+		}
+	}
+	return &wrapped{msg: msg, err: err}
+}
+
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
+
+// cloneInfo copies the slices so a caller cannot change the cache.
+func cloneInfo(info PythonInfo) PythonInfo {
+	if info.Imports == nil {
+		return info
+	}
+	imps := make([]Import, len(info.Imports))
+	for i, imp := range info.Imports {
+		imp.Names = slices.Clone(imp.Names)
+		imps[i] = imp
+	}
+	info.Imports = imps
+	return info
+}
