@@ -258,3 +258,26 @@ func TestValidateReportsErrors(t *testing.T) {
 		t.Errorf("issues = %+v (%v)", issues, err)
 	}
 }
+
+// TestPlannedWorkOrderRunsInTheFactory closes the loop: WO-01 as the planner
+// wrote it is executed by `factory run` against a fresh repository.
+func TestPlannedWorkOrderRunsInTheFactory(t *testing.T) {
+	f := newPlanFixture(t, done(validPlan(t)))
+	if res := f.run(t, "--no-review"); res.code != 0 {
+		t.Fatalf("plan: exit %d\n%s", res.code, res.stderr)
+	}
+	repo := newRepo(t, map[string]string{"README.md": "calc\n"})
+	verify := "#!/usr/bin/env bash\nset -euo pipefail\npython3 -m compileall -q .\npython3 -m unittest discover -s tests -t . -v\n"
+	test := "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n"
+	srv := llmtest.Start(t, llmtest.Reply{Content: llmtest.Proposal("skeleton",
+		llmtest.Write{Path: "scripts/verify.sh", BaseSHA256: sha(""), Content: verify},
+		llmtest.Write{Path: "tests/__init__.py", BaseSHA256: sha(""), Content: ""},
+		llmtest.Write{Path: "tests/test_calc.py", BaseSHA256: sha(""), Content: test},
+		llmtest.Write{Path: "calc.py", BaseSHA256: sha(""), Content: "def add(a, b):\n    return a + b\n"},
+	)})
+	res := runFactory(t, []string{"OPENAI_API_KEY=test-key"}, "run", "--repo", repo, "--work-order", filepath.Join(f.out, "WO-01.json"),
+		"--out", filepath.Join(t.TempDir(), "runs"), "--llm-model", "m", "--llm-base-url", srv.URL)
+	if res.code != ExitPass || !strings.Contains(res.stderr, "bash scripts/verify.sh → exit 0") {
+		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
+	}
+}

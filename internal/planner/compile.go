@@ -222,6 +222,10 @@ func (c *compiler) validationLoop(ctx context.Context, base, purpose string) (st
 			}
 		}
 		res = Validate(ctx, []byte(content), c.o.Env)
+		if res.PythonErr != nil {
+			// An environment problem, not the model's: a revision cannot fix it.
+			return "", Result{}, fmt.Errorf("python3 is needed to check the python -c acceptance commands: %w", res.PythonErr)
+		}
 		if err := c.write(fmt.Sprintf("validation_errors_attempt_%d.json", n), nonNil(res.Issues)); err != nil {
 			return "", Result{}, err
 		}

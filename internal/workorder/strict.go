@@ -122,7 +122,7 @@ func checkObject(raw []byte, t reflect.Type, at string) error {
 		seen[key] = val
 	}
 	fields := jsonFields(t)
-	for key := range seen {
+	for _, key := range sortedKeys(seen) {
 		if _, ok := fields[key]; !ok {
 			return fmt.Errorf("%s: unknown field (allowed: %s)", join(at, key), strings.Join(sortedKeys(fields), ", "))
 		}
