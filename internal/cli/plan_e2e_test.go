@@ -281,3 +281,52 @@ func TestPlannedWorkOrderRunsInTheFactory(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s", res.code, res.stderr)
 	}
 }
+
+func TestPlanRecordThenReplay(t *testing.T) {
+	transcript := filepath.Join(t.TempDir(), "plan.jsonl")
+	rec := newPlanFixture(t, done("not json"), done(validPlan(t)))
+	if res := rec.run(t, "--no-review", "--record", transcript); res.code != 0 {
+		t.Fatalf("record: exit %d\n%s", res.code, res.stderr)
+	}
+	rep := newPlanFixture(t)
+	rep.spec = rec.spec
+	res := runFactory(t, []string{"OPENAI_API_KEY="}, "plan", "--spec", rep.spec, "--outdir", rep.out, "--artifacts-dir", rep.arts,
+		"--llm-model", "planner-model", "--no-review", "--replay", transcript)
+	if res.code != 0 {
+		t.Fatalf("replay: exit %d\n%s", res.code, res.stderr)
+	}
+	for _, name := range []string{"WO-01.json", "WO-02.json", planner.ManifestName} {
+		a, _ := os.ReadFile(filepath.Join(rec.out, name))
+		b, _ := os.ReadFile(filepath.Join(rep.out, name))
+		if string(a) != string(b) || len(a) == 0 {
+			t.Errorf("%s differs between the recorded and the replayed compile", name)
+		}
+	}
+}
+
+func TestPlanUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.txt")
+	os.WriteFile(spec, []byte("a spec\n"), 0o644)
+	noPlaceholder := filepath.Join(dir, "tmpl.md")
+	os.WriteFile(noPlaceholder, []byte("plan something\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing spec", []string{"plan", "--outdir", dir}, "--spec and --outdir are required"},
+		{"empty spec file", []string{"plan", "--spec", os.DevNull, "--outdir", dir}, "is empty"},
+		{"template without placeholder", []string{"plan", "--spec", spec, "--outdir", dir, "--template", noPlaceholder}, "{{PRODUCT_SPEC}}"},
+		{"unknown flag", []string{"plan", "--nope"}, "unknown flag"},
+		{"validate needs a path", []string{"validate"}, "accepts 1 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runFactory(t, []string{"OPENAI_API_KEY=k"}, tt.args...)
+			if res.code != PlanExitGeneral || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", res.code, res.stderr, tt.want)
+			}
+		})
+	}
+}
