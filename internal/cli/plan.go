@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -122,15 +123,9 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	if err := planner.CheckOutdir(o.outdir, o.overwrite); err != nil {
 		return usagef("%v", err)
 	}
-	var repoFiles []string
-	if o.repo != "" {
-		repo, err := gitws.Open(cmd.Context(), o.repo)
-		if err != nil {
-			return usagef("--repo: %v", err)
-		}
-		if repoFiles, err = repo.Files(cmd.Context()); err != nil {
-			return usagef("--repo: %v", err)
-		}
+	repoFiles, err := trackedFiles(cmd.Context(), o.repo)
+	if err != nil {
+		return err
 	}
 	artifacts := o.artifactsDir
 	if artifacts == "" {
@@ -215,4 +210,21 @@ func printSummaryFile(env Env, path string) {
 	if data, err := os.ReadFile(path); err == nil {
 		env.Stdout.Write(data)
 	}
+}
+
+// trackedFiles is the starting file state for plan validation: the tracked
+// files of --repo, or none without it.
+func trackedFiles(ctx context.Context, dir string) ([]string, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	repo, err := gitws.Open(ctx, dir)
+	if err != nil {
+		return nil, usagef("--repo: %v", err)
+	}
+	files, err := repo.Files(ctx)
+	if err != nil {
+		return nil, usagef("--repo: %v", err)
+	}
+	return files, nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/planner"
 )
 
@@ -44,15 +43,9 @@ func runValidate(cmd *cobra.Command, o *validateOptions, path string, env Env) e
 	if err != nil {
 		return usagef("read plan: %v", err)
 	}
-	var repoFiles []string
-	if o.repo != "" {
-		repo, err := gitws.Open(cmd.Context(), o.repo)
-		if err != nil {
-			return usagef("--repo: %v", err)
-		}
-		if repoFiles, err = repo.Files(cmd.Context()); err != nil {
-			return usagef("--repo: %v", err)
-		}
+	repoFiles, err := trackedFiles(cmd.Context(), o.repo)
+	if err != nil {
+		return err
 	}
 	res := planner.Validate(cmd.Context(), raw, planner.Env{RepoFiles: repoFiles, Python: planner.NewPython3Inspector()})
 	if o.jsonOut {

@@ -51,6 +51,23 @@ func dropHeaders(customHeaders string) option.Middleware {
 	}
 }
 
+// clientOptions are the SDK options both clients share, all explicit.
+func clientOptions(apiKey, baseURL, customHeaders string, httpClient *http.Client, retries int) []option.RequestOption {
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	opts := []option.RequestOption{
+		option.WithAPIKey(apiKey),
+		option.WithBaseURL(baseURL),
+		option.WithMaxRetries(retries),
+		option.WithMiddleware(dropHeaders(customHeaders)),
+	}
+	if httpClient != nil {
+		opts = append(opts, option.WithHTTPClient(httpClient))
+	}
+	return opts
+}
+
 // OpenAIChat calls POST {base}/chat/completions.
 type OpenAIChat struct {
 	client openai.Client
@@ -58,21 +75,9 @@ type OpenAIChat struct {
 
 // NewOpenAIChat returns a Chat Completions model client.
 func NewOpenAIChat(cfg OpenAIConfig) *OpenAIChat {
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	opts := []option.RequestOption{
-		option.WithAPIKey(cfg.APIKey),
-		option.WithBaseURL(base),
-		option.WithMaxRetries(cfg.MaxRetries),
-		option.WithMiddleware(dropHeaders(cfg.CustomHeaders)),
-	}
+	opts := clientOptions(cfg.APIKey, cfg.BaseURL, cfg.CustomHeaders, cfg.HTTPClient, cfg.MaxRetries)
 	if cfg.Timeout > 0 {
 		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
 	return &OpenAIChat{client: openai.NewClient(opts...)}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 )
@@ -89,19 +88,8 @@ type OpenAIResponses struct {
 
 // NewOpenAIResponses returns a Responses API model client.
 func NewOpenAIResponses(cfg ResponsesConfig) *OpenAIResponses {
-	base := cfg.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	opts := []option.RequestOption{
-		option.WithAPIKey(cfg.APIKey),
-		option.WithBaseURL(base),
-		option.WithMaxRetries(0),
-		option.WithMiddleware(dropHeaders(cfg.CustomHeaders)),
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
+	// Our own retry loop decides what is retried, so the SDK's is off.
+	opts := clientOptions(cfg.APIKey, cfg.BaseURL, cfg.CustomHeaders, cfg.HTTPClient, 0)
 	c := &OpenAIResponses{
 		client:    openai.NewClient(opts...),
 		poll:      cfg.PollInterval,

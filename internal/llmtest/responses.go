@@ -42,14 +42,13 @@ type ResponsesReply struct {
 type ResponsesServer struct {
 	URL string // base URL, ending in /v1
 
-	mu       sync.Mutex
-	replies  []ResponsesReply
-	requests []map[string]any
-	headers  []http.Header
-	live     map[string]*liveResponse
-	created  int
-	polls    int
-	cancels  []string
+	mu      sync.Mutex
+	replies []ResponsesReply
+	requestLog
+	live    map[string]*liveResponse
+	created int
+	polls   int
+	cancels []string
 }
 
 type liveResponse struct {
@@ -96,8 +95,7 @@ func (s *ResponsesServer) submit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.headers = append(s.headers, r.Header.Clone())
+	s.requestLog.add(req, r.Header)
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		writeError(w, http.StatusInternalServerError, "llmtest: script exhausted")
@@ -218,24 +216,6 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
-}
-
-// Requests returns the decoded submission (POST /v1/responses) bodies
-// received so far, failed submissions included.
-func (s *ResponsesServer) Requests() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]map[string]any(nil), s.requests...)
-}
-
-// Header returns the HTTP headers of submission i.
-func (s *ResponsesServer) Header(i int) http.Header {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if i >= len(s.headers) {
-		return nil
-	}
-	return s.headers[i]
 }
 
 // Polls counts the status polls (GET /v1/responses/{id}) received so far.

@@ -28,10 +28,9 @@ type Reply struct {
 type Server struct {
 	URL string // base URL, ending in /v1
 
-	mu       sync.Mutex
-	replies  []Reply
-	requests []map[string]any
-	headers  []http.Header
+	mu      sync.Mutex
+	replies []Reply
+	requestLog
 }
 
 // Start serves replies until the test ends. A request beyond the script gets
@@ -57,8 +56,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.headers = append(s.headers, r.Header.Clone())
+	s.requestLog.add(req, r.Header)
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -93,23 +91,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
 	}
 	json.NewEncoder(w).Encode(resp)
-}
-
-// Requests returns the decoded request bodies received so far.
-func (s *Server) Requests() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]map[string]any(nil), s.requests...)
-}
-
-// Header returns the HTTP headers of request i.
-func (s *Server) Header(i int) http.Header {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if i >= len(s.headers) {
-		return nil
-	}
-	return s.headers[i]
 }
 
 // UserPrompt returns the user message of request i.
@@ -159,3 +140,36 @@ func Proposal(summary string, writes ...Write) string {
 
 // Write is one file write in a Proposal.
 type Write struct{ Path, BaseSHA256, Content string }
+
+// requestLog keeps the decoded bodies and headers a scripted server received;
+// both servers embed it.
+type requestLog struct {
+	mu       sync.Mutex
+	requests []map[string]any
+	headers  []http.Header
+}
+
+func (l *requestLog) add(body map[string]any, h http.Header) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests = append(l.requests, body)
+	l.headers = append(l.headers, h.Clone())
+}
+
+// Requests returns the decoded request bodies received so far (for the
+// Responses server: the submissions, failed ones included).
+func (l *requestLog) Requests() []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]map[string]any(nil), l.requests...)
+}
+
+// Header returns the HTTP headers of request i.
+func (l *requestLog) Header(i int) http.Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i >= len(l.headers) {
+		return nil
+	}
+	return l.headers[i]
+}
