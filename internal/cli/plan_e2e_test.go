@@ -330,3 +330,30 @@ func TestPlanUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestPlanKeepsValidPlanWhenReviewerFails(t *testing.T) {
+	f := newPlanFixture(t, done(validPlan(t)), llmtest.ResponsesReply{Statuses: []string{"failed"}, Error: "reviewer overloaded"})
+	res := f.run(t)
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	s := f.summary(t)
+	if s.AcceptedAttempt != 1 || len(s.Review) != 1 || !strings.Contains(s.Review[0].Outcome, "reviewer overloaded") {
+		t.Errorf("summary accepted=%d review=%+v", s.AcceptedAttempt, s.Review)
+	}
+}
+
+func TestPlanClearsStaleFilesOfAnEarlierCompile(t *testing.T) {
+	f := newPlanFixture(t, done("no"), done("no"), done("no"), done(validPlan(t)))
+	if res := f.run(t, "--no-review"); res.code != PlanExitJSON {
+		t.Fatalf("first compile: exit %d\n%s", res.code, res.stderr)
+	}
+	if res := f.run(t, "--no-review"); res.code != 0 {
+		t.Fatalf("second compile: exit %d\n%s", res.code, res.stderr)
+	}
+	for _, p := range []string{filepath.Join(f.out, "validation_errors.json"), filepath.Join(f.arts, "validation_errors.json"), filepath.Join(f.arts, "prompt_attempt_2.txt")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("stale %s survived a successful compile", p)
+		}
+	}
+}

@@ -56,6 +56,15 @@ func runValidate(cmd *cobra.Command, o *validateOptions, path string, env Env) e
 			fmt.Fprintf(env.Stdout, "%s\n", i)
 		}
 	}
+	// verify_exempt switches global verification off; a hand edit must not
+	// do that silently.
+	if res.Manifest != nil {
+		for i, wo := range planner.ComputeVerifyExempt(res.Manifest, repoFiles) {
+			if got := res.Manifest.WorkOrders[i].VerifyExempt; got != wo.VerifyExempt {
+				fmt.Fprintf(env.Stderr, "warning: %s verify_exempt is %v, but the verify_contract says %v\n", wo.ID, got, wo.VerifyExempt)
+			}
+		}
+	}
 	if n := len(res.Errors()); n > 0 {
 		return &exitError{code: PlanExitValidation, err: fmt.Errorf("%s: %d errors, %d warnings", path, n, len(res.Warnings()))}
 	}

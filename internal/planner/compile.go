@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -90,6 +92,7 @@ type Summary struct {
 	SpecSHA256       string       `json:"spec_sha256"`
 	ValidatorVersion string       `json:"validator_version"`
 	Attempts         int          `json:"attempts"`
+	AcceptedAttempt  int          `json:"accepted_attempt"` // the attempt whose plan was written; 0 on failure
 	AttemptLog       []AttemptLog `json:"attempt_log"`
 	Review           []ReviewLog  `json:"review"`
 	WorkOrders       int          `json:"work_orders"`
@@ -133,11 +136,15 @@ func Compile(ctx context.Context, o Options) (*Outcome, error) {
 	if o.Review {
 		c.sum.ReviewModel = o.ReviewModelName
 	}
+	if err := clearArtifacts(o.ArtifactsDir); err != nil {
+		return nil, err
+	}
 	m, err := c.run(ctx)
 	c.sum.DurationSeconds = time.Since(start).Seconds()
 	c.sum.Success = err == nil
 	if err != nil {
 		c.sum.Error = err.Error()
+		c.sum.AcceptedAttempt = 0
 	}
 	var invalid *InvalidPlanError
 	if errors.As(err, &invalid) {
@@ -160,8 +167,18 @@ func (c *compiler) run(ctx context.Context) (*workorder.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	accepted := c.attempt
+	defer func() { c.sum.AcceptedAttempt = accepted }()
 	for cycle := 1; c.o.Review && cycle <= c.o.MaxReviewCycles; cycle++ {
 		findings, err := c.review(ctx, cycle, content)
+		var modelErr *ModelError
+		if errors.As(err, &modelErr) {
+			// The review is a quality pass over a plan that already passed
+			// validation: losing that plan to an API error helps nobody.
+			c.sum.Review = append(c.sum.Review, ReviewLog{Cycle: cycle, Outcome: "reviewer call failed, plan kept unreviewed: " + modelErr.Error()})
+			c.progress("review %d: the reviewer call failed (%v); keeping the validated plan unreviewed", cycle, modelErr)
+			return c.accept(res)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -171,17 +188,17 @@ func (c *compiler) run(ctx context.Context) (*workorder.Manifest, error) {
 		revised, revisedRes, err := c.validationLoop(ctx, reviewRevisionPrompt(base, content, findings), "review_revision")
 		var invalid *InvalidPlanError
 		switch {
-		case errors.As(err, &invalid):
-			// The reviewer may be wrong; a revision that breaks the plan
-			// must not cost the user the plan that passed.
-			c.sum.Review[len(c.sum.Review)-1].Outcome = "revision failed validation; kept the plan that passed before this review"
-			c.progress("review %d: the revision failed validation; keeping the plan that passed", cycle)
+		case errors.As(err, &invalid), errors.As(err, &modelErr):
+			// The reviewer may be wrong, and the API may fail; neither may
+			// cost the user the plan that passed.
+			c.sum.Review[len(c.sum.Review)-1].Outcome = "revision failed (" + err.Error() + "); kept the plan that passed before this review"
+			c.progress("review %d: the revision failed; keeping the plan that passed", cycle)
 			return c.accept(res)
 		case err != nil:
 			return nil, err
 		}
 		c.sum.Review[len(c.sum.Review)-1].Outcome = "plan revised and re-validated"
-		content, res = revised, revisedRes
+		content, res, accepted = revised, revisedRes, c.attempt
 	}
 	return c.accept(res)
 }
@@ -316,4 +333,24 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// staleArtifact matches the files a compile writes to its artifacts
+// directory, so a new compile starts from none: files of an earlier, longer
+// compile must not sit next to this one's.
+var staleArtifact = regexp.MustCompile(`^((prompt|llm_raw_response|manifest_raw|validation_errors)_attempt_\d+\.(txt|json)|reviewer_(prompt|response|findings)_\d+\.(txt|json)|validation_errors\.json|compile_summary\.json)$`)
+
+func clearArtifacts(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read artifacts directory: %w", err)
+	}
+	for _, e := range entries {
+		if staleArtifact.MatchString(e.Name()) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("remove stale artifact: %w", err)
+			}
+		}
+	}
+	return nil
 }

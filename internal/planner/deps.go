@@ -33,6 +33,7 @@ const (
 	pyCode                 // -c CODE
 	pyModule               // -m MODULE
 	pyScript               // a script path
+	pyNoArg                // -c or -m without its argument
 )
 
 // pythonMode follows CPython's option parsing far enough to find what a
@@ -70,7 +71,7 @@ func pythonMode(argv []string) (pyMode, string) {
 				if i+1 < len(argv) {
 					return mode, argv[i+1]
 				}
-				return pyNone, "" // python reports "Argument expected"
+				return pyNoArg, "" // python reports "Argument expected"
 			case 'W', 'X':
 				if a[j+1:] == "" {
 					i++ // the value is the next argument
@@ -89,6 +90,16 @@ func pythonCode(argv []string) (string, bool) {
 	}
 	mode, code := pythonMode(argv)
 	return code, mode == pyCode
+}
+
+// pythonMissingArg reports `python -c` or `python -m` with nothing after it,
+// which python refuses before running anything.
+func pythonMissingArg(argv []string) bool {
+	if len(argv) == 0 || !isPython(argv[0]) {
+		return false
+	}
+	mode, _ := pythonMode(argv)
+	return mode == pyNoArg
 }
 
 // scriptDependency returns the repository file an argv runs as a script:

@@ -20,7 +20,7 @@ func TestPythonMode(t *testing.T) {
 		{"python3 -Bc code", pyCode, "code"},
 		{"python3 -ccode", pyCode, "code"},
 		{"python3 -c _", pyCode, ""},
-		{"python3 -c", pyNone, ""},
+		{"python3 -c", pyNoArg, ""},
 		{"python3 -m pytest -q", pyModule, "pytest"},
 		{"python3 -mpytest", pyModule, "pytest"},
 		{"python3 -u tools/x.py -c y", pyScript, "tools/x.py"},

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/factory-harness/factory/internal/artifact"
 	"github.com/factory-harness/factory/internal/workorder"
@@ -93,6 +94,10 @@ func WritePlan(dir string, m *workorder.Manifest, info CompileInfo) ([]string, e
 			}
 		}
 	}
+	// A plan now stands here: errors of an earlier failed compile do not.
+	if err := os.Remove(filepath.Join(dir, "validation_errors.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return written, err
+	}
 	plan := PlanFile{Compile: &info, VerifyContract: m.VerifyContract, WorkOrders: m.WorkOrders}
 	if err := artifact.WriteJSON(filepath.Join(dir, ManifestName), plan); err != nil {
 		return written, err
@@ -129,15 +134,24 @@ func LoadPlan(path string) ([]byte, error) {
 		}
 		if name == ManifestName {
 			var top map[string]json.RawMessage
-			if json.Unmarshal(data, &top) == nil {
-				contract = top["verify_contract"]
+			if err := json.Unmarshal(data, &top); err != nil {
+				return nil, fmt.Errorf("%s: not a JSON object: %w", name, err)
 			}
+			contract = top["verify_contract"]
 			continue
+		}
+		// The file name is how users and `factory run` find an order.
+		var head struct{ ID any }
+		if json.Unmarshal(data, &head) == nil && head.ID != nil && head.ID != strings.TrimSuffix(name, ".json") {
+			return nil, fmt.Errorf("%s holds work order %v; name the file after its id", name, head.ID)
 		}
 		orders = append(orders, data)
 	}
 	if len(orders) == 0 {
-		return nil, fmt.Errorf("%s holds no WO-NN.json files", path)
+		if slices.Contains(names, ManifestName) {
+			return LoadPlan(filepath.Join(path, ManifestName))
+		}
+		return nil, fmt.Errorf("%s holds no WO-NN.json files and no %s", path, ManifestName)
 	}
 	return json.Marshal(map[string]any{"verify_contract": contract, "work_orders": orders})
 }

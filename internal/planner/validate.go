@@ -505,6 +505,10 @@ func (v *validator) acceptance(idx int, woid, field, line string) command {
 		return command{}
 	}
 	cmd := command{argv: argv}
+	if pythonMissingArg(argv) {
+		v.add(idx, "E007", woid, field, "python's -c or -m option has no argument after it; python refuses to start")
+		return cmd
+	}
 	if isVerifyCommand(argv) {
 		v.add(idx, "E105", woid, field, "runs scripts/verify.sh, which the factory already runs after every work order; remove it and test this work order's own behaviour instead")
 		cmd.banned = true

@@ -273,6 +273,7 @@ func TestValidateCodes(t *testing.T) {
 			bad("trailing backslash", plan(t, nil, wo(1, cmds("true", `echo a\`))), "acceptance_commands[1]", "trailing backslash"),
 			bad("bash-only syntax", plan(t, nil, wo(1, cmds(`python3 a.py &> log`))), "acceptance_commands[0]", "not a valid POSIX shell command line"),
 			bad("empty program", plan(t, nil, wo(1, cmds(`'' a`))), "acceptance_commands[0]", "program name is empty"),
+			bad("python -c without code", plan(t, nil, wo(1, cmds(`python3 -c`))), "acceptance_commands[0]", "has no argument"),
 			ok("valid", plan(t, nil, wo(1, cmds(`python3 -c 'print("a b")'`)))),
 			ok("blank command is E005 only", plan(t, nil, wo(1, cmds("  ")))),
 		},
