@@ -49,7 +49,7 @@ func runValidate(cmd *cobra.Command, o *validateOptions, path string, env Env) e
 	}
 	res := planner.Validate(cmd.Context(), raw, planner.Env{RepoFiles: repoFiles, Python: planner.NewPython3Inspector()})
 	if o.jsonOut {
-		out, _ := json.MarshalIndent(nonNilIssues(res.Issues), "", "  ")
+		out, _ := json.MarshalIndent(res.Issues, "", "  ") // never nil
 		fmt.Fprintf(env.Stdout, "%s\n", out)
 	} else {
 		for _, i := range res.Issues {
@@ -72,11 +72,4 @@ func runValidate(cmd *cobra.Command, o *validateOptions, path string, env Env) e
 		fmt.Fprintf(env.Stdout, "%s: valid (%d warnings)\n", path, len(res.Warnings()))
 	}
 	return nil
-}
-
-func nonNilIssues(issues []planner.Issue) []planner.Issue {
-	if issues == nil {
-		return []planner.Issue{}
-	}
-	return issues
 }

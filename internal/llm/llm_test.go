@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,22 +189,44 @@ func TestRequestHashIsStable(t *testing.T) {
 	}
 }
 
-func TestOpenAIChatSendsNoAmbientHeaders(t *testing.T) {
+// Both clients share clientOptions; neither may forward what the SDK reads
+// from the environment on its own.
+func TestClientsSendNoAmbientHeaders(t *testing.T) {
 	t.Setenv("OPENAI_ORG_ID", "org-private")
 	t.Setenv("OPENAI_PROJECT_ID", "proj-private")
 	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Leak: yes")
-	srv := llmtest.Start(t, llmtest.Reply{Content: "{}"})
-	c := NewOpenAIChat(OpenAIConfig{APIKey: "k", BaseURL: srv.URL, CustomHeaders: "X-Leak: yes"})
-	if _, err := c.Complete(context.Background(), request()); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		call func(t *testing.T) http.Header
+	}{
+		{"chat completions", func(t *testing.T) http.Header {
+			srv := llmtest.Start(t, llmtest.Reply{Content: "{}"})
+			c := NewOpenAIChat(OpenAIConfig{APIKey: "k", BaseURL: srv.URL, CustomHeaders: "X-Leak: yes"})
+			if _, err := c.Complete(context.Background(), request()); err != nil {
+				t.Fatal(err)
+			}
+			return srv.Header(0)
+		}},
+		{"responses", func(t *testing.T) http.Header {
+			srv := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: "{}"})
+			c := NewOpenAIResponses(ResponsesConfig{APIKey: "k", BaseURL: srv.URL, CustomHeaders: "X-Leak: yes", PollInterval: time.Millisecond})
+			if _, err := completeWithin(t, context.Background(), c, request()); err != nil {
+				t.Fatal(err)
+			}
+			return srv.Header(0)
+		}},
 	}
-	h := srv.Header(0)
-	for _, name := range []string{"OpenAI-Organization", "OpenAI-Project", "X-Leak"} {
-		if v := h.Get(name); v != "" {
-			t.Errorf("header %s = %q sent to the server", name, v)
-		}
-	}
-	if h.Get("Authorization") != "Bearer k" {
-		t.Errorf("Authorization = %q", h.Get("Authorization"))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := tt.call(t)
+			for _, name := range []string{"OpenAI-Organization", "OpenAI-Project", "X-Leak"} {
+				if v := h.Get(name); v != "" {
+					t.Errorf("header %s = %q sent to the server", name, v)
+				}
+			}
+			if h.Get("Authorization") != "Bearer k" {
+				t.Errorf("Authorization = %q", h.Get("Authorization"))
+			}
+		})
 	}
 }

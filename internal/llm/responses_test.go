@@ -391,26 +391,6 @@ func TestResponsesRecordThenReplay(t *testing.T) {
 	}
 }
 
-func TestResponsesSendsNoAmbientHeaders(t *testing.T) {
-	t.Setenv("OPENAI_ORG_ID", "org-private")
-	t.Setenv("OPENAI_PROJECT_ID", "proj-private")
-	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Leak: yes")
-	srv := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: "{}"})
-	c := NewOpenAIResponses(ResponsesConfig{APIKey: "k", BaseURL: srv.URL, CustomHeaders: "X-Leak: yes", PollInterval: time.Millisecond})
-	if _, err := completeWithin(t, context.Background(), c, request()); err != nil {
-		t.Fatal(err)
-	}
-	h := srv.Header(0)
-	for _, name := range []string{"OpenAI-Organization", "OpenAI-Project", "X-Leak"} {
-		if v := h.Get(name); v != "" {
-			t.Errorf("header %s = %q sent to the server", name, v)
-		}
-	}
-	if h.Get("Authorization") != "Bearer k" {
-		t.Errorf("Authorization = %q", h.Get("Authorization"))
-	}
-}
-
 func TestRequestHashOmitsUnsetBudgetAndEffort(t *testing.T) {
 	// Transcripts recorded before these fields existed must still match.
 	a := request()

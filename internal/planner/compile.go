@@ -208,7 +208,7 @@ func (c *compiler) accept(res Result) (*workorder.Manifest, error) {
 	m.WorkOrders = ComputeVerifyExempt(res.Manifest, c.o.Env.RepoFiles)
 	c.sum.WorkOrders = len(m.WorkOrders)
 	c.sum.Errors = []Issue{}
-	c.sum.Warnings = nonNil(res.Warnings())
+	c.sum.Warnings = res.Warnings() // never nil
 	return &m, nil
 }
 
@@ -243,7 +243,7 @@ func (c *compiler) validationLoop(ctx context.Context, base, purpose string) (st
 			// An environment problem, not the model's: a revision cannot fix it.
 			return "", Result{}, fmt.Errorf("python3 is needed to check the python -c acceptance commands: %w", res.PythonErr)
 		}
-		if err := c.write(fmt.Sprintf("validation_errors_attempt_%d.json", n), nonNil(res.Issues)); err != nil {
+		if err := c.write(fmt.Sprintf("validation_errors_attempt_%d.json", n), res.Issues); err != nil {
 			return "", Result{}, err
 		}
 		errs := res.Errors()

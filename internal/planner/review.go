@@ -66,7 +66,7 @@ func (c *compiler) review(ctx context.Context, cycle int, content string) ([]Fin
 		c.progress("review %d: the reviewer's reply is unusable (%v); keeping the plan", cycle, err)
 		return nil, nil
 	}
-	findings := nonNil(reply.Findings)
+	findings := reply.Findings // required, so decoded as a list, never nil
 	if err := c.write(fmt.Sprintf("reviewer_findings_%d.json", cycle), findings); err != nil {
 		return nil, err
 	}
