@@ -3,6 +3,7 @@ package gitws
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,37 +24,55 @@ var ErrNotGitRepo = errors.New("not a git repository")
 // ErrNoCommits is returned (wrapped) by Head when HEAD does not point at a commit yet.
 var ErrNoCommits = errors.New("repository has no commits")
 
-// Repo is a git work tree addressed by its root.
+// Repo is a git work tree addressed by its root, with its git directories
+// resolved once by Open. Every git command then names them explicitly
+// (--git-dir, --work-tree), so a command that rewrites the work tree's .git
+// file (a linked worktree's pointer) cannot redirect the harness's git to
+// another repository.
 type Repo struct {
-	Root string // absolute work-tree root with symlinks resolved
+	Root      string // absolute work-tree root with symlinks resolved
+	GitDir    string // absolute git directory of this work tree (.git, or .git/worktrees/<name> of the main repository)
+	CommonDir string // absolute common git directory: config, hooks, refs and objects; GitDir unless a linked worktree
 }
 
-// gitPrefix keeps user configuration from running code (hooks, fsmonitor)
-// or changing how paths are printed.
-var gitPrefix = []string{
-	"git",
+// gitSettings keep git from running code the repository or a command planted
+// (hooks, fsmonitor, pagers, network transports for submodules) and from
+// changing how paths are printed. External diff and textconv drivers need
+// no setting: the harness runs only plumbing (diff-index), which never uses
+// them. Filter drivers cannot be switched off by name; the metadata check
+// (MetaChanges) keeps a planted one from ever reaching a git the harness runs.
+var gitSettings = []string{
 	"-c", "core.hooksPath=/dev/null",
 	"-c", "core.fsmonitor=false",
 	"-c", "core.quotepath=false",
+	"-c", "core.pager=cat",
+	"-c", "protocol.allow=never",
+	"--no-pager",
 }
 
-// repoLocationVars would make git operate on a repository, index or object
-// store other than the one at Root (for example when factory itself runs
-// from a git hook), so they are never inherited.
-var repoLocationVars = []string{
-	"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
-	"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+// gitEnvKeep are the only variables git processes inherit: enough to find
+// git, the user's own configuration and commit identity, never provider
+// credentials or other secrets (a filter driver git runs sees exactly
+// this environment). Variables that would point git at another repository
+// or inject configuration (GIT_DIR, GIT_CONFIG_COUNT, ...) are not here.
+var gitEnvKeep = []string{
+	"PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER", "LOGNAME",
+	"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+	"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+	"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
+	"GIT_CEILING_DIRECTORIES",
 }
 
-// gitEnv returns os.Environ() without repoLocationVars, plus the settings
-// every call needs and extra. Later entries win in os/exec, so extra can
-// override the defaults.
+// gitEnv returns the minimal environment of a git process (see gitEnvKeep)
+// plus the settings every call needs and extra; later entries win.
 func gitEnv(readOnly bool, extra ...string) []string {
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(repoLocationVars, name)
-	})
-	env = append(env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	env := make([]string, 0, len(gitEnvKeep)+4+len(extra))
+	for _, name := range gitEnvKeep {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	env = append(env, "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_PAGER=cat")
 	if readOnly {
 		// Stops status and friends from refreshing the user's index behind their back.
 		env = append(env, "GIT_OPTIONAL_LOCKS=0")
@@ -61,19 +80,26 @@ func gitEnv(readOnly bool, extra ...string) []string {
 	return append(env, extra...)
 }
 
-func runGit(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
-	argv := append(slices.Clone(gitPrefix), args...)
+// runGit runs git in dir with gitSettings, then pinned (the --git-dir and
+// --work-tree options, empty before Open has resolved them), then args.
+func runGit(ctx context.Context, dir string, env, pinned []string, args ...string) ([]byte, error) {
+	argv := make([]string, 0, 1+len(gitSettings)+len(pinned)+len(args))
+	argv = append(append(append(append(argv, "git"), gitSettings...), pinned...), args...)
 	return proc.Output(ctx, dir, argv, env)
+}
+
+func (r *Repo) pinned() []string {
+	return []string{"--git-dir=" + r.GitDir, "--work-tree=" + r.Root}
 }
 
 // query runs a read-only git command in the work tree.
 func (r *Repo) query(ctx context.Context, args ...string) ([]byte, error) {
-	return runGit(ctx, r.Root, gitEnv(true), args...)
+	return runGit(ctx, r.Root, gitEnv(true), r.pinned(), args...)
 }
 
 // mutate runs a git command that may write to the repository.
 func (r *Repo) mutate(ctx context.Context, args ...string) ([]byte, error) {
-	return runGit(ctx, r.Root, gitEnv(false), args...)
+	return runGit(ctx, r.Root, gitEnv(false), r.pinned(), args...)
 }
 
 // Open returns the Repo whose work-tree root is dir. A subdirectory of a work
@@ -91,7 +117,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fmt.Errorf("open git repo %s: not a directory", dir)
 	}
 	env := gitEnv(true)
-	out, err := runGit(ctx, root, env, "rev-parse", "--is-inside-work-tree")
+	out, err := runGit(ctx, root, env, nil, "rev-parse", "--is-inside-work-tree")
 	if err != nil {
 		var re *proc.RunError
 		if errors.As(err, &re) && strings.Contains(re.Stderr, "not a git repository") {
@@ -102,18 +128,28 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 	if strings.TrimSpace(string(out)) != "true" {
 		return nil, fmt.Errorf("open git repo %s: %w: no work tree here (bare repository or inside .git)", dir, ErrNotGitRepo)
 	}
-	out, err = runGit(ctx, root, env, "rev-parse", "--show-toplevel")
+	// rev-parse prints one line per option, in order.
+	out, err = runGit(ctx, root, env, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
 	if err != nil {
 		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
 	}
-	top, err := filepath.EvalSymlinks(strings.TrimSuffix(string(out), "\n"))
-	if err != nil {
-		return nil, fmt.Errorf("open git repo %s: resolve work tree root: %w", dir, err)
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != 3 {
+		return nil, fmt.Errorf("open git repo %s: unexpected rev-parse output %q", dir, out)
 	}
-	if top != root {
-		return nil, fmt.Errorf("open git repo %s: it is a subdirectory of the work tree %s; pass the work tree root", dir, top)
+	var resolved [3]string
+	for i, p := range lines {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("open git repo %s: git printed %q, not an absolute path", dir, p)
+		}
+		if resolved[i], err = filepath.EvalSymlinks(p); err != nil {
+			return nil, fmt.Errorf("open git repo %s: resolve %s: %w", dir, p, err)
+		}
 	}
-	return &Repo{Root: root}, nil
+	if resolved[0] != root {
+		return nil, fmt.Errorf("open git repo %s: it is a subdirectory of the work tree %s; pass the work tree root", dir, resolved[0])
+	}
+	return &Repo{Root: root, GitDir: resolved[1], CommonDir: resolved[2]}, nil
 }
 
 // Head returns the full commit hash of HEAD, or an error wrapping ErrNoCommits
@@ -143,22 +179,34 @@ func (r *Repo) Files(ctx context.Context) ([]string, error) {
 	return files, nil
 }
 
-// HiddenEntries lists tracked files git was told not to look at: marked
-// skip-worktree (sparse checkouts) or assume-unchanged. `reset --hard` does
-// not restore them, so a rollback could not be exact.
-func (r *Repo) HiddenEntries(ctx context.Context) ([]string, error) {
-	out, err := r.query(ctx, "ls-files", "-v", "-z")
+// IndexProblems lists what makes an exact rollback impossible in the index:
+// hidden holds tracked files git was told not to look at, marked
+// skip-worktree (sparse checkouts) or assume-unchanged, which `reset --hard`
+// does not restore; submodules holds gitlinks, whose work trees are separate
+// repositories that a rollback of this one would not cover.
+func (r *Repo) IndexProblems(ctx context.Context) (hidden, submodules []string, err error) {
+	out, err := r.query(ctx, "ls-files", "-s", "-v", "-z")
 	if err != nil {
-		return nil, fmt.Errorf("git ls-files in %s: %w", r.Root, err)
+		return nil, nil, fmt.Errorf("git ls-files in %s: %w", r.Root, err)
 	}
-	var hidden []string
 	for _, entry := range splitNUL(out) {
-		tag, p, ok := strings.Cut(entry, " ")
-		if ok && (tag == "S" || tag != strings.ToUpper(tag)) {
+		// "<tag> <mode> <object> <stage>\t<path>"
+		meta, p, ok := strings.Cut(entry, "\t")
+		fields := strings.Fields(meta)
+		if !ok || len(fields) != 4 {
+			continue
+		}
+		if tag := fields[0]; tag == "S" || tag != strings.ToUpper(tag) {
 			hidden = append(hidden, p)
 		}
+		if fields[1] == "160000" {
+			submodules = append(submodules, p)
+		}
 	}
-	return hidden, nil
+	if _, err := os.Stat(filepath.Join(r.CommonDir, "modules")); err == nil {
+		submodules = append(submodules, ".git/modules")
+	}
+	return hidden, submodules, nil
 }
 
 // Dirty lists what makes the tree unclean: staged, unstaged and untracked
@@ -188,6 +236,10 @@ type Baseline struct {
 	// without this Rollback could not tell a baseline directory such as a
 	// virtualenv's empty include/ from one the attempt created.
 	EmptyDirs []string
+	// Modes holds the permission bits of every file and directory in the
+	// work tree (outside .git), by slash path: git restores content and the
+	// executable bit only, so a 0600 file it rewrites comes back 0644.
+	Modes map[string]fs.FileMode
 	// state is what only Snapshot records: git metadata, HEAD, refs and the
 	// ignored files' attributes and backups. It is nil in a Baseline built
 	// by hand, and Rollback then restores only the work tree.
@@ -245,42 +297,54 @@ func (r *Repo) Snapshot(ctx context.Context) (Baseline, error) {
 	ignored := splitNUL(out)
 	slices.Sort(ignored)
 	var empty []string
-	if err := findEmptyDirs(r.Root, ".", &empty); err != nil {
+	modes := map[string]fs.FileMode{}
+	if err := scanTree(r.Root, ".", &empty, modes); err != nil {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	slices.Sort(empty)
 	st := &baselineState{}
-	if st.gitDir, err = r.commonGitDir(ctx); err != nil {
-		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
-	}
-	if st.meta, err = snapshotMeta(st.gitDir); err != nil {
-		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
-	}
 	if st.refs, st.headRef, err = r.listRefs(ctx); err != nil {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
+	if st.meta, err = snapshotMeta(r.metaSpots(st.headRef)); err != nil {
+		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
+	}
 	st.ignored, st.dirModes = r.snapshotIgnored(ignored)
-	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, state: st}, nil
+	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, Modes: modes, state: st}, nil
 }
 
-// findEmptyDirs appends the empty directories at or below rel to out,
-// skipping .git directories. Like git, it passes over directories it may not
-// read: Rollback cannot remove anything inside them either.
-func findEmptyDirs(root, rel string, out *[]string) error {
+// scanTree records, at or below rel, the empty directories (in empty) and
+// the permission bits of every file and directory (in modes), skipping .git
+// directories and symlinks' modes. Like git, it passes over directories it
+// may not read: Rollback cannot remove anything inside them either.
+func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode) error {
 	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
 	if errors.Is(err, fs.ErrPermission) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("find empty directories: %w", err)
+		return fmt.Errorf("scan the work tree: %w", err)
 	}
 	if len(entries) == 0 && rel != "." {
-		*out = append(*out, rel)
+		*empty = append(*empty, rel)
 	}
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != ".git" {
-			if err := findEmptyDirs(root, path.Join(rel, e.Name()), out); err != nil {
+		p := path.Join(rel, e.Name())
+		switch {
+		case e.Name() == ".git" || e.Type()&fs.ModeSymlink != 0:
+			continue
+		case e.IsDir():
+			info, err := e.Info()
+			if err != nil {
+				continue // gone meanwhile
+			}
+			modes[p] = permBits(info.Mode())
+			if err := scanTree(root, p, empty, modes); err != nil {
 				return err
+			}
+		default:
+			if info, err := e.Info(); err == nil {
+				modes[p] = permBits(info.Mode())
 			}
 		}
 	}
@@ -290,8 +354,9 @@ func findEmptyDirs(root, rel string, out *[]string) error {
 // RollbackReport says what Rollback did and what it could not undo.
 type RollbackReport struct {
 	// Removed lists what the attempt created and Rollback deleted: untracked
-	// work-tree files and symlinks, and git metadata files (as ".git/<rel>",
-	// for example a planted ".git/hooks/pre-commit").
+	// work-tree files and symlinks, nested repositories (as "dir/"), and git
+	// metadata files (as ".git/<rel>", for example a planted
+	// ".git/hooks/pre-commit").
 	Removed []string
 	// Restored lists the baseline ignored files and git metadata files (as
 	// ".git/<rel>") that were changed or deleted and have been put back.
@@ -308,8 +373,8 @@ type RollbackReport struct {
 
 // Rollback restores the repository to b. All lists in the report are sorted.
 //
-// With a Baseline from Snapshot it first puts back the git metadata files
-// (config, hooks/, info/) exactly, deleting ones the attempt added there:
+// With a Baseline from Snapshot it first puts back the git metadata (see
+// MetaChanges) exactly, deleting files the attempt added there:
 // a planted hook would otherwise run on the user's next commit, and planted
 // config (filter drivers, core.worktree) would steer the git commands
 // Rollback runs next. It then puts HEAD back on the baseline branch, or
@@ -331,9 +396,13 @@ type RollbackReport struct {
 // idempotent: a second Rollback removes and restores nothing (and reports
 // the same Unrestored and NewRefs, which are still true).
 //
-// Rollback never deletes a path in b.Ignored, and it never deletes untracked
-// nested repositories (as git clean -fd would not): it leaves new ones in
-// place and reports them in its error.
+// Directories a command made inaccessible are opened up first (so git sees
+// inside), and every file and directory of b.Modes gets its baseline
+// permission bits back at the end.
+//
+// Rollback never deletes a path in b.Ignored. Untracked nested repositories
+// are removed like any new directory (git clean -fd would keep them): the
+// baseline tree was clean, so the attempt created them.
 //
 // It deliberately does not run git clean: an untracked .gitignore created by
 // the attempt (say "!*.log") can un-ignore baseline files and make git clean
@@ -356,7 +425,7 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	var errs []error
 	st := b.state
 	if st != nil {
-		metaErrs, err := restoreMeta(st, &rep)
+		metaErrs, err := r.restoreMeta(st.meta, &rep)
 		if err != nil {
 			return fail(err)
 		}
@@ -365,6 +434,9 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 			return fail(err)
 		}
 	}
+	// A directory a command left unreadable would hide its content from git
+	// and from the removals below (when not running as root).
+	errs = append(errs, r.unlockDirs(".", b)...)
 	// A plain reset --hard deletes files that are in the index but not in the
 	// target, so a baseline ignored file the attempt staged or committed
 	// (git add -f .env) would be lost. Resetting the index first turns such
@@ -386,13 +458,19 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	if err != nil {
 		return fail(fmt.Errorf("list untracked files: %w", err))
 	}
-	var nested, removed []string
+	var removed []string
 	for _, p := range splitNUL(out) {
 		if b.keeps(p) || inDotGit(p) {
 			continue
 		}
 		if strings.HasSuffix(p, "/") {
-			nested = append(nested, p)
+			// A repository the attempt created (git init scratch): the
+			// baseline tree was clean, so none was there unignored.
+			if err := os.RemoveAll(r.abs(p)); err != nil {
+				errs = append(errs, fmt.Errorf("remove nested repository %s: %w", p, err))
+				continue
+			}
+			removed = append(removed, p)
 			continue
 		}
 		if err := os.Remove(r.abs(p)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -409,14 +487,79 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	if st != nil {
 		errs = append(errs, r.restoreIgnored(st, &rep)...)
 	}
-	if len(nested) > 0 {
-		slices.Sort(nested)
-		errs = append(errs, fmt.Errorf("left untracked nested repositories in place: %s", strings.Join(nested, ", ")))
-	}
+	errs = append(errs, r.restoreModes(b)...)
 	if len(errs) > 0 {
 		return fail(errors.Join(errs...))
 	}
 	return rep, nil
+}
+
+// unlockDirs gives the owner full access (u+rwx) to every directory at or
+// below rel that lacks it, skipping .git, so that git can list and reset
+// what is inside and Rollback can remove it. restoreModes puts the baseline
+// modes back afterwards; directories the attempt created are removed.
+func (r *Repo) unlockDirs(rel string, b Baseline) []error {
+	var errs []error
+	entries, err := os.ReadDir(r.abs(rel))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("read directory %s: %w", rel, err))
+		}
+		return errs
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == ".git" {
+			continue
+		}
+		p := path.Join(rel, e.Name())
+		if info, err := e.Info(); err == nil && info.Mode().Perm()&0o700 != 0o700 {
+			if err := os.Chmod(r.abs(p), permBits(info.Mode())|0o700); err != nil {
+				errs = append(errs, fmt.Errorf("make directory %s accessible: %w", p, err))
+				continue
+			}
+		}
+		errs = append(errs, r.unlockDirs(p, b)...)
+	}
+	return errs
+}
+
+// restoreModes gives every file and directory of b.Modes that still exists
+// its baseline permission bits: git rewrites files with the default modes,
+// and a command may have run chmod. Directories go last, deepest first, so
+// that each stays accessible while its content is fixed.
+func (r *Repo) restoreModes(b Baseline) []error {
+	var errs []error
+	paths := make([]string, 0, len(b.Modes))
+	for p := range b.Modes {
+		paths = append(paths, p)
+	}
+	slices.SortFunc(paths, func(x, y string) int {
+		return cmp.Or(strings.Count(y, "/")-strings.Count(x, "/"), strings.Compare(x, y))
+	})
+	var dirs []string
+	for _, p := range paths {
+		info, err := os.Lstat(r.abs(p))
+		if err != nil || info.Mode()&fs.ModeSymlink != 0 {
+			continue
+		}
+		if info.IsDir() {
+			dirs = append(dirs, p)
+			continue
+		}
+		if permBits(info.Mode()) != b.Modes[p] {
+			if err := os.Chmod(r.abs(p), b.Modes[p]); err != nil {
+				errs = append(errs, fmt.Errorf("restore mode of %s: %w", p, err))
+			}
+		}
+	}
+	for _, p := range dirs {
+		if info, err := os.Lstat(r.abs(p)); err == nil && permBits(info.Mode()) != b.Modes[p] {
+			if err := os.Chmod(r.abs(p), b.Modes[p]); err != nil {
+				errs = append(errs, fmt.Errorf("restore mode of %s: %w", p, err))
+			}
+		}
+	}
+	return errs
 }
 
 func (rep *RollbackReport) sort() {
@@ -432,7 +575,7 @@ func (r *Repo) pruneEmptyDirs(ctx context.Context, b Baseline, removed []string)
 	seen := map[string]bool{}
 	var dirs []string
 	for _, p := range removed {
-		for dir := path.Dir(p); dir != "." && !seen[dir]; dir = path.Dir(dir) {
+		for dir := path.Dir(strings.TrimSuffix(p, "/")); dir != "." && !seen[dir]; dir = path.Dir(dir) {
 			seen[dir] = true
 			dirs = append(dirs, dir)
 		}
@@ -533,7 +676,7 @@ func (r *Repo) TreeHash(ctx context.Context) (string, error) {
 	var out []byte
 	for _, step := range steps {
 		args := append([]string{"-c", "core.splitIndex=false"}, step...)
-		if out, err = runGit(ctx, r.Root, env, args...); err != nil {
+		if out, err = runGit(ctx, r.Root, env, r.pinned(), args...); err != nil {
 			return "", fmt.Errorf("git tree hash of %s: %w", r.Root, err)
 		}
 	}
@@ -543,11 +686,7 @@ func (r *Repo) TreeHash(ctx context.Context) (string, error) {
 // copyIndex copies the repository's index file to dst, refusing a split
 // index, whose shared part would not be found next to the copy.
 func (r *Repo) copyIndex(ctx context.Context, dst string) error {
-	out, err := r.query(ctx, "rev-parse", "--path-format=absolute", "--git-path", "index")
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(strings.TrimSpace(string(out)))
+	data, err := os.ReadFile(filepath.Join(r.GitDir, "index"))
 	if err != nil {
 		return err
 	}

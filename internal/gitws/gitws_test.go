@@ -280,7 +280,8 @@ func TestRollback(t *testing.T) {
 				git(t, root, "add", "-f", ".env")
 				git(t, root, "commit", "-q", "-m", "attempt")
 			},
-			wantRemoved: []string{"committed.py"},
+			wantRemoved:  []string{"committed.py"},
+			wantRestored: []string{".git/refs/heads/main"},
 		},
 		{
 			// git clean -fd would delete logs/app.log here.
@@ -360,12 +361,14 @@ func TestRollback(t *testing.T) {
 				git(t, root, "commit", "-q", "-m", "on other")
 				git(t, root, "tag", "v-attempt")
 			},
-			wantRemoved: []string{"feature.py"},
-			wantNewRefs: []string{"refs/heads/other", "refs/tags/v-attempt"},
+			wantRemoved:  []string{"feature.py"},
+			wantRestored: []string{".git/HEAD"},
+			wantNewRefs:  []string{"refs/heads/other", "refs/tags/v-attempt"},
 		},
 		{
-			name:   "HEAD detached by the attempt",
-			change: func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--detach") },
+			name:         "HEAD detached by the attempt",
+			change:       func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--detach") },
+			wantRestored: []string{".git/HEAD"},
 		},
 		{
 			name: "HEAD on an orphan branch",
@@ -373,6 +376,7 @@ func TestRollback(t *testing.T) {
 				git(t, root, "checkout", "-q", "--orphan", "fresh")
 				git(t, root, "rm", "-rq", "--cached", ".")
 			},
+			wantRestored: []string{".git/HEAD"},
 		},
 		{
 			name: "stash created",
@@ -393,6 +397,7 @@ func TestRollback(t *testing.T) {
 				git(t, root, "commit", "-q", "-m", "on other")
 			},
 			wantRemoved:  []string{"feature.py"},
+			wantRestored: []string{".git/HEAD"},
 			wantNewRefs:  []string{"refs/heads/other"},
 			wantDetached: true,
 		},
@@ -400,6 +405,7 @@ func TestRollback(t *testing.T) {
 			name:         "detached baseline, attempt on an orphan branch",
 			setup:        func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--detach") },
 			change:       func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--orphan", "fresh") },
+			wantRestored: []string{".git/HEAD"},
 			wantDetached: true,
 		},
 
@@ -479,7 +485,7 @@ func TestRollback(t *testing.T) {
 				writeFile(t, root, "new.py", "x")
 			},
 			wantRemoved:    []string{".git/hooks/pre-commit", "new.py"},
-			wantRestored:   []string{".env", ".git/config", ".venv/bin/activate", ".venv/lib/python/site.py", ".venv/lib64", "logs/app.log"},
+			wantRestored:   []string{".env", ".git/HEAD", ".git/config", ".venv/bin/activate", ".venv/lib/python/site.py", ".venv/lib64", "logs/app.log"},
 			wantUnrestored: []string{"logs/big.log"},
 			wantNewRefs:    []string{"refs/heads/other"},
 			wantDiff:       []string{".venv/include", "logs/big.log"}, // an empty dir is not restored
@@ -692,29 +698,30 @@ func TestRollbackKeepsParentsOfBaselineIgnored(t *testing.T) {
 	}
 }
 
-// Like git clean -fd, Rollback leaves untracked nested repositories alone,
-// since they may hold history; it reports them instead.
-func TestRollbackLeavesNestedRepository(t *testing.T) {
+// A repository a command created (git init scratch) is removed like any new
+// directory, not left behind as an error: the baseline tree was clean.
+func TestRollbackRemovesNewNestedRepository(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	b, err := f.repo.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := snapshotTree(t, f.root)
 	nested := filepath.Join(f.root, "vendor", "lib")
 	writeFile(t, nested, "lib.go", "package lib\n")
 	git(t, nested, "init", "-q", "-b", "main")
 	writeFile(t, f.root, "stray.txt", "x")
 
 	rep, err := f.repo.Rollback(ctx, b)
-	if err == nil || !strings.Contains(err.Error(), "nested repositories in place: vendor/lib/") {
-		t.Errorf("Rollback error = %v, want it to name vendor/lib/", err)
+	if err != nil {
+		t.Fatalf("Rollback: %v", err)
 	}
-	if want := []string{"stray.txt"}; !slices.Equal(rep.Removed, want) {
+	if want := []string{"stray.txt", "vendor/lib/"}; !slices.Equal(rep.Removed, want) {
 		t.Errorf("Removed = %q, want %q", rep.Removed, want)
 	}
-	if _, err := os.Stat(filepath.Join(nested, "lib.go")); err != nil {
-		t.Errorf("nested repository content was touched: %v", err)
+	if d := diffTrees(before, snapshotTree(t, f.root)); d != "" {
+		t.Errorf("tree differs from baseline:\n%s", d)
 	}
 }
 
@@ -833,17 +840,30 @@ func TestTreeHash(t *testing.T) {
 	}
 }
 
-func TestHiddenEntries(t *testing.T) {
+func TestIndexProblems(t *testing.T) {
 	f := newFixture(t)
 	r := f.repo
-	if got, err := r.HiddenEntries(context.Background()); err != nil || len(got) != 0 {
-		t.Fatalf("fresh repo: %v, %v", got, err)
+	ctx := context.Background()
+	if hidden, subs, err := r.IndexProblems(ctx); err != nil || len(hidden)+len(subs) != 0 {
+		t.Fatalf("fresh repo: %v, %v, %v", hidden, subs, err)
 	}
 	git(t, f.root, "update-index", "--skip-worktree", "src/app.py")
 	git(t, f.root, "update-index", "--assume-unchanged", "README.md")
-	got, err := r.HiddenEntries(context.Background())
-	if err != nil || strings.Join(got, ",") != "README.md,src/app.py" {
-		t.Errorf("HiddenEntries = %v, %v; want README.md and src/app.py", got, err)
+	// A gitlink, as `git submodule add` records it, without the network.
+	head := git(t, f.root, "rev-parse", "HEAD")
+	git(t, f.root, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/sub")
+	hidden, subs, err := r.IndexProblems(ctx)
+	if err != nil || strings.Join(hidden, ",") != "README.md,src/app.py" {
+		t.Errorf("hidden = %v, %v; want README.md and src/app.py", hidden, err)
+	}
+	if strings.Join(subs, ",") != "vendor/sub" {
+		t.Errorf("submodules = %v, want vendor/sub", subs)
+	}
+	if err := os.MkdirAll(filepath.Join(f.root, ".git", "modules", "old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, subs, _ := r.IndexProblems(ctx); strings.Join(subs, ",") != "vendor/sub,.git/modules" {
+		t.Errorf("submodules = %v, want vendor/sub and .git/modules", subs)
 	}
 }
 

@@ -25,7 +25,7 @@ func isolateGit(t *testing.T) {
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
 	// Under a git hook (go test from pre-commit) these point at the outer
 	// repository; t.Setenv first so that the cleanup restores them.
-	for _, name := range repoLocationVars {
+	for _, name := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"} {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}

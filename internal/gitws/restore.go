@@ -1,7 +1,6 @@
 package gitws
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -27,16 +26,9 @@ const (
 	backupTotalMax = 4 << 20
 )
 
-// metaRoots are the paths, relative to the common git directory, whose
-// regular files (recursively) Snapshot records and Rollback restores
-// exactly: the places where a command can make git run code or change what
-// it does the next time the user runs it.
-var metaRoots = []string{"config", "hooks", "info"}
-
 // baselineState is the part of a Baseline only Snapshot fills in.
 type baselineState struct {
-	gitDir  string            // absolute common git directory
-	meta    map[string]*entry // metaRoots and everything under them, by slash path relative to gitDir
+	meta    metaSnapshot      // the git metadata that can run code or steer git (see metaSpots)
 	headRef string            // full name of the branch HEAD is on ("refs/heads/main"); "" when detached
 	refs    []string          // sorted full names of every ref
 	ignored []ignoredFile     // every ignored path that could be Lstat'ed, sorted by path
@@ -64,21 +56,6 @@ type ignoredFile struct {
 // permBits keeps the bits os.Chmod can set.
 func permBits(m fs.FileMode) fs.FileMode {
 	return m & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-}
-
-// commonGitDir returns the absolute path of the git directory that holds
-// config, hooks and info. In a linked worktree that is the main repository's
-// .git, not the worktree's private directory.
-func (r *Repo) commonGitDir(ctx context.Context) (string, error) {
-	out, err := r.query(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	if err != nil {
-		return "", fmt.Errorf("find git directory: %w", err)
-	}
-	dir := strings.TrimSuffix(string(out), "\n")
-	if !filepath.IsAbs(dir) {
-		return "", fmt.Errorf("find git directory: git printed %q, not an absolute path", dir)
-	}
-	return dir, nil
 }
 
 // listRefs returns the sorted full names of every ref and the branch HEAD is
@@ -135,168 +112,6 @@ func (r *Repo) restoreHead(ctx context.Context, b Baseline, rep *RollbackReport)
 		return fmt.Errorf("detach HEAD at the baseline commit: %w", err)
 	}
 	return nil
-}
-
-// snapshotMeta records metaRoots under gitDir: every entry's type and mode,
-// and the content of regular files and targets of symlinks.
-func snapshotMeta(gitDir string) (map[string]*entry, error) {
-	meta := map[string]*entry{}
-	for _, root := range metaRoots {
-		top := filepath.Join(gitDir, root)
-		err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if p == top && errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			e := &entry{mode: info.Mode(), size: info.Size(), mtime: info.ModTime()}
-			switch {
-			case info.Mode().IsRegular():
-				if e.data, err = os.ReadFile(p); err != nil {
-					return err
-				}
-				e.backed = true
-			case info.Mode()&fs.ModeSymlink != 0:
-				if e.target, err = os.Readlink(p); err != nil {
-					return err
-				}
-			}
-			meta[metaRel(gitDir, p)] = e
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("record git metadata: %w", err)
-		}
-	}
-	return meta, nil
-}
-
-// metaRel returns p's slash path relative to gitDir.
-func metaRel(gitDir, p string) string {
-	rel, _ := filepath.Rel(gitDir, p)
-	return filepath.ToSlash(rel)
-}
-
-// restoreMeta makes metaRoots under st.gitDir exactly as recorded: entries
-// the attempt added are deleted (files reported in rep.Removed), changed or
-// deleted ones are put back (files reported in rep.Restored). A failure to
-// restore config is returned as fatal, since git must not run with a
-// planted config; other failures are returned in errs.
-func restoreMeta(st *baselineState, rep *RollbackReport) (errs []error, fatal error) {
-	report := func(list *[]string, rel string, e *entry) {
-		if e == nil || !e.mode.IsDir() {
-			*list = append(*list, ".git/"+rel)
-		}
-	}
-	// Pass 1: delete what is not in the baseline, or not of its baseline
-	// type, deepest first so that directories are empty when their turn comes.
-	type found struct {
-		rel  string
-		mode fs.FileMode
-	}
-	var current []found
-	for _, root := range metaRoots {
-		top := filepath.Join(st.gitDir, root)
-		err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if p == top && errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				errs = append(errs, fmt.Errorf("restore git metadata: %w", err))
-				return nil
-			}
-			current = append(current, found{metaRel(st.gitDir, p), d.Type()})
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("restore git metadata: %w", err))
-		}
-	}
-	slices.SortFunc(current, func(a, b found) int {
-		return cmp.Or(strings.Count(b.rel, "/")-strings.Count(a.rel, "/"), strings.Compare(a.rel, b.rel))
-	})
-	for _, c := range current {
-		base := st.meta[c.rel]
-		if base != nil && base.mode.Type() == c.mode.Type() {
-			continue
-		}
-		if err := os.Remove(filepath.Join(st.gitDir, filepath.FromSlash(c.rel))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("restore git metadata: %w", err))
-			continue
-		}
-		if base == nil && !c.mode.IsDir() {
-			report(&rep.Removed, c.rel, nil)
-		}
-	}
-	// Pass 2: recreate and rewrite baseline entries, parents first.
-	rels := make([]string, 0, len(st.meta))
-	for rel := range st.meta {
-		rels = append(rels, rel)
-	}
-	slices.SortFunc(rels, func(a, b string) int {
-		return cmp.Or(strings.Count(a, "/")-strings.Count(b, "/"), strings.Compare(a, b))
-	})
-	for _, rel := range rels {
-		e := st.meta[rel]
-		changed, err := restoreMetaEntry(filepath.Join(st.gitDir, filepath.FromSlash(rel)), e)
-		if err != nil {
-			err = fmt.Errorf("restore git metadata .git/%s: %w", rel, err)
-			if rel == "config" {
-				return errs, err
-			}
-			errs = append(errs, err)
-			continue
-		}
-		if changed {
-			report(&rep.Restored, rel, e)
-		}
-	}
-	return errs, nil
-}
-
-// restoreMetaEntry makes p match e, which pass 1 of restoreMeta guarantees
-// is absent or of e's type, and reports whether it changed anything.
-func restoreMetaEntry(p string, e *entry) (bool, error) {
-	info, err := os.Lstat(p)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, err
-	}
-	missing := err != nil
-	switch {
-	case e.mode.IsDir():
-		if missing {
-			if err := os.Mkdir(p, 0o700); err != nil {
-				return false, err
-			}
-		} else if permBits(info.Mode()) == permBits(e.mode) {
-			return false, nil
-		}
-		return true, os.Chmod(p, permBits(e.mode))
-	case e.mode&fs.ModeSymlink != 0:
-		if !missing {
-			if target, err := os.Readlink(p); err == nil && target == e.target {
-				return false, nil
-			}
-		}
-		return true, symlinkAtomic(p, e.target)
-	case e.mode.IsRegular():
-		if !missing && permBits(info.Mode()) == permBits(e.mode) && info.Size() == int64(len(e.data)) {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return false, err
-			}
-			if bytes.Equal(data, e.data) {
-				return false, nil
-			}
-		}
-		return true, writeFileAtomic(p, e.data, permBits(e.mode), time.Time{})
-	}
-	return false, nil // sockets and the like: nothing to restore
 }
 
 // snapshotIgnored Lstats every ignored path and the directories above them,
