@@ -1,0 +1,213 @@
+package gitws
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/factory-harness/factory/internal/artifact"
+)
+
+// The attempt journal: what a later `factory recover` needs to restore the
+// baseline after the harness was killed (SIGKILL, a crash, a power cut),
+// kept in <git dir>/factory/. journal.json is written once before the first
+// write of a run and replaced when an attempt is about to write; command.json
+// names the process group of the command running now.
+const (
+	journalFile = "journal.json"
+	commandFile = "command.json"
+)
+
+func (r *Repo) factoryPath(name string) string {
+	return filepath.Join(r.GitDir, FactoryDirName, name)
+}
+
+// JournalPath is where the journal of this work tree lives.
+func (r *Repo) JournalPath() string { return r.factoryPath(journalFile) }
+
+// HasJournal reports whether a journal is present, that is, whether a run
+// was cut off before it could finish its rollback or accept its result.
+func (r *Repo) HasJournal() (bool, error) {
+	_, err := os.Lstat(r.JournalPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("check for a journal: %w", err)
+	}
+	return true, nil
+}
+
+// WriteJournal replaces the journal with v, atomically and durably.
+func (r *Repo) WriteJournal(v any) error {
+	if err := os.MkdirAll(filepath.Dir(r.JournalPath()), 0o755); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	if err := artifact.WriteJSON(r.JournalPath(), v); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	return nil
+}
+
+// ReadJournal decodes the journal into v.
+func (r *Repo) ReadJournal(v any) error {
+	data, err := os.ReadFile(r.JournalPath())
+	if err != nil {
+		return fmt.Errorf("read journal: %w", err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("read journal %s: %w", r.JournalPath(), err)
+	}
+	return nil
+}
+
+// RunningCommand identifies the process group of a command the harness
+// started, so that recovery can kill it if it outlived the harness.
+type RunningCommand struct {
+	PGID       int    `json:"pgid"`
+	StartTicks uint64 `json:"start_ticks"` // the leader's start time, in clock ticks since boot
+}
+
+// RecordCommand notes the command now running; ClearCommand forgets it.
+func (r *Repo) RecordCommand(c RunningCommand) error {
+	if err := artifact.WriteJSON(r.factoryPath(commandFile), c); err != nil {
+		return fmt.Errorf("record running command: %w", err)
+	}
+	return nil
+}
+
+// ClearCommand forgets the running command.
+func (r *Repo) ClearCommand() error {
+	if err := os.Remove(r.factoryPath(commandFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear running command: %w", err)
+	}
+	return nil
+}
+
+// RecordedCommand returns the command recorded as running, if any.
+func (r *Repo) RecordedCommand() (RunningCommand, bool, error) {
+	var c RunningCommand
+	data, err := os.ReadFile(r.factoryPath(commandFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &c)
+	}
+	if err != nil {
+		return c, false, fmt.Errorf("read running command: %w", err)
+	}
+	return c, true, nil
+}
+
+// RemoveJournal deletes the journal and the running-command note, the
+// journal last, so that a crash in between still leaves it to be found.
+func (r *Repo) RemoveJournal() error {
+	if err := r.ClearCommand(); err != nil {
+		return err
+	}
+	if err := os.Remove(r.JournalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove journal: %w", err)
+	}
+	return artifact.SyncDir(filepath.Dir(r.JournalPath()))
+}
+
+// The JSON form of a Baseline, for the journal: everything Rollback uses,
+// backups included (as base64).
+type baselineJSON struct {
+	Commit    string                 `json:"commit"`
+	Ignored   []string               `json:"ignored"`
+	EmptyDirs []string               `json:"empty_dirs"`
+	Modes     map[string]fs.FileMode `json:"modes"`
+	State     *stateJSON             `json:"state,omitempty"`
+}
+
+type stateJSON struct {
+	HeadRef   string                 `json:"head_ref"`
+	Refs      []string               `json:"refs"`
+	MetaSpots []spotJSON             `json:"meta_spots"`
+	Meta      []entryJSON            `json:"meta"`
+	Ignored   []entryJSON            `json:"ignored"`
+	DirModes  map[string]fs.FileMode `json:"dir_modes"`
+}
+
+type spotJSON struct {
+	Path string `json:"path"`
+	Walk bool   `json:"walk"`
+}
+
+type entryJSON struct {
+	Path   string      `json:"path"`
+	Mode   fs.FileMode `json:"mode"`
+	Size   int64       `json:"size"`
+	Mtime  time.Time   `json:"mtime"`
+	Target string      `json:"target,omitempty"`
+	Data   []byte      `json:"data,omitempty"`
+	Backed bool        `json:"backed"`
+}
+
+func toEntryJSON(p string, e *entry) entryJSON {
+	return entryJSON{Path: p, Mode: e.mode, Size: e.size, Mtime: e.mtime, Target: e.target, Data: e.data, Backed: e.backed}
+}
+
+func (j entryJSON) entry() entry {
+	return entry{mode: j.Mode, size: j.Size, mtime: j.Mtime, target: j.Target, data: j.Data, backed: j.Backed}
+}
+
+// MarshalJSON encodes b with everything Rollback needs.
+func (b Baseline) MarshalJSON() ([]byte, error) {
+	out := baselineJSON{Commit: b.Commit, Ignored: b.Ignored, EmptyDirs: b.EmptyDirs, Modes: b.Modes}
+	if st := b.state; st != nil {
+		s := &stateJSON{HeadRef: st.headRef, Refs: st.refs, DirModes: st.dirModes}
+		for _, sp := range st.meta.spots {
+			s.MetaSpots = append(s.MetaSpots, spotJSON{Path: sp.path, Walk: sp.walk})
+		}
+		for _, p := range sortedKeys(st.meta.entries) {
+			s.Meta = append(s.Meta, toEntryJSON(p, st.meta.entries[p]))
+		}
+		for i := range st.ignored {
+			s.Ignored = append(s.Ignored, toEntryJSON(st.ignored[i].path, &st.ignored[i].entry))
+		}
+		out.State = s
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote.
+func (b *Baseline) UnmarshalJSON(data []byte) error {
+	var in baselineJSON
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*b = Baseline{Commit: in.Commit, Ignored: in.Ignored, EmptyDirs: in.EmptyDirs, Modes: in.Modes}
+	if s := in.State; s != nil {
+		st := &baselineState{headRef: s.HeadRef, refs: s.Refs, dirModes: s.DirModes}
+		st.meta.entries = map[string]*entry{}
+		for _, sp := range s.MetaSpots {
+			st.meta.spots = append(st.meta.spots, metaSpot{path: sp.Path, walk: sp.Walk})
+		}
+		for _, e := range s.Meta {
+			en := e.entry()
+			st.meta.entries[e.Path] = &en
+		}
+		for _, e := range s.Ignored {
+			st.ignored = append(st.ignored, ignoredFile{path: e.Path, entry: e.entry()})
+		}
+		b.state = st
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

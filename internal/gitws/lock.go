@@ -1,0 +1,78 @@
+package gitws
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// FactoryDirName is the directory, inside a git directory, that holds the
+// harness's own files: the repository lock in the common git directory, the
+// attempt journal in the work tree's git directory (as git keeps an
+// interrupted rebase). Git ignores it; the metadata check does not watch it.
+const FactoryDirName = "factory"
+
+// LockedError is returned by Lock when another process holds the lock.
+type LockedError struct {
+	Path string
+	PID  int // the holder's pid as it wrote it; 0 if unreadable
+}
+
+func (e *LockedError) Error() string {
+	holder := "another process"
+	if e.PID > 0 {
+		holder = fmt.Sprintf("another factory (pid %d)", e.PID)
+	}
+	return fmt.Sprintf("%s is working on this repository (lock %s); wait for it to finish, or stop it — a run that was killed releases the lock by itself", holder, e.Path)
+}
+
+// Lock is an exclusive lock on a repository, shared by all its linked
+// worktrees, held until Unlock or until the process dies (flock).
+type Lock struct{ f *os.File }
+
+// Lock takes the repository's lock without waiting: it returns a
+// *LockedError naming the holder's pid when another process has it. The
+// lock is an flock on <common git dir>/factory/lock, so the kernel releases
+// it when its holder dies, however it dies, and nothing can leave it stuck.
+func (r *Repo) Lock() (*Lock, error) {
+	dir := filepath.Join(r.CommonDir, FactoryDirName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lock repository: %w", err)
+	}
+	p := filepath.Join(dir, "lock")
+	// O_CLOEXEC (Go's default) keeps the lock out of the commands we run, so
+	// an orphan of theirs cannot hold it after we die.
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock repository: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			data := make([]byte, 32)
+			n, _ := f.ReadAt(data, 0)
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(data[:n])))
+			return nil, &LockedError{Path: p, PID: pid}
+		}
+		return nil, fmt.Errorf("lock repository %s: %w", p, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Unlock releases the lock. The file stays: removing it would let a waiter
+// lock a file that a third process is about to replace.
+func (l *Lock) Unlock() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
