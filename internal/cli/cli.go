@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,13 +17,28 @@ import (
 	"github.com/factory-harness/factory/internal/proc"
 )
 
-// Exit codes of `factory run`, documented in the README.
+// Exit codes, one scheme for every command, documented in the README and
+// in the root --help.
 const (
-	ExitPass     = 0 // the work order passed; changes are left uncommitted
-	ExitFail     = 1 // the work order failed; the repo was rolled back
-	ExitUsage    = 2 // bad flags, invalid work order or failed preflight; nothing was modified
-	ExitInternal = 3 // interrupted, internal error or replay mismatch; the repo was rolled back
+	ExitPass     = 0 // success (run: PASS, changes left uncommitted)
+	ExitFail     = 1 // the work failed: FAIL verdict, invalid plan, validate found errors
+	ExitUsage    = 2 // refused before anything was modified: usage, bad input, dirty repo, lock held, journal present
+	ExitInternal = 3 // error: provider unreachable or refusing, interrupted, internal, replay mismatch
+	ExitStuck    = 4 // stuck: needs a human
+	ExitBudget   = 5 // a budget or iteration limit was reached
 )
+
+// exitCodesHelp is the exit-code table shown by the root --help.
+const exitCodesHelp = `Exit codes (every command):
+  0  success (run: PASS; the changes are left uncommitted)
+  1  the work failed: FAIL verdict, invalid plan after every attempt, a model
+     reply that is not JSON, validate found errors
+  2  refused before anything was modified: usage, bad input file, dirty repo,
+     lock held by another factory, journal of an interrupted run present
+  3  error: provider unreachable or refusing, interrupted, internal error,
+     replay mismatch (a run rolls the repo back first)
+  4  stuck: needs a human
+  5  budget reached`
 
 // usageError is a mistake in how factory was invoked.
 type usageError struct{ msg string }
@@ -56,6 +71,17 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // Main runs factory with the process's arguments and environment.
 func Main() int {
+	// A reader that goes away (factory run ... | head -1) must not kill a
+	// run mid-attempt: with SIGPIPE caught, writes to a closed stdout or
+	// stderr fail with EPIPE instead, and outputWriter stops printing.
+	// Caught, not ignored: an ignored signal would stay ignored in the
+	// commands we exec.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	go func() {
+		for range pipes {
+		}
+	}()
 	// Orphans of the commands we run are re-parented to us, so they can be
 	// killed when their command ends, even after setsid. Linux only; where
 	// it is unsupported, process-group kills are all there is.
@@ -70,19 +96,38 @@ func Main() int {
 			cancel(fmt.Errorf("interrupted by %v", sig))
 		}
 	}()
-	return Run(ctx, os.Args[1:], Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	return Run(ctx, os.Args[1:], Env{Stdout: &outputWriter{w: os.Stdout}, Stderr: &outputWriter{w: os.Stderr}, Getenv: os.Getenv})
+}
+
+// outputWriter passes writes on until one fails, then drops the rest: a
+// closed terminal or pipe ends the printing, never the run, and the exit
+// code stays the verdict's.
+type outputWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	broken bool
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.broken {
+		if _, err := o.w.Write(p); err != nil {
+			o.broken = true
+		}
+	}
+	return len(p), nil
 }
 
 // Run executes one command line and returns its exit code.
 func Run(ctx context.Context, args []string, env Env) int {
 	root := newRootCmd(env)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(ctx)
-	return exitCode(cmd, err, env.Stderr)
+	_, err := root.ExecuteContextC(ctx)
+	return exitCode(err, env.Stderr)
 }
 
-// usageExitAnnotation lets a command give usage mistakes its own exit code:
-// `factory plan` keeps the seeds' codes, where 2 means an invalid plan.
+// usageExitAnnotation is obsolete (one exit-code scheme now); removed once plan and validate stop setting it.
 const usageExitAnnotation = "usage-exit-code"
 
 // exitError carries a command-specific exit code.
@@ -94,7 +139,7 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func exitCode(cmd *cobra.Command, err error, stderr io.Writer) int {
+func exitCode(err error, stderr io.Writer) int {
 	var internal *internalError
 	var coded *exitError
 	switch {
@@ -111,10 +156,6 @@ func exitCode(cmd *cobra.Command, err error, stderr io.Writer) int {
 	default:
 		// Usage mistakes, preflight refusals and cobra's own argument errors.
 		fmt.Fprintf(stderr, "factory: %v\n", err)
-		if code, ok := cmd.Annotations[usageExitAnnotation]; cmd != nil && ok {
-			n, _ := strconv.Atoi(code)
-			return n
-		}
 		return ExitUsage
 	}
 }
@@ -127,8 +168,7 @@ func newRootCmd(env Env) *cobra.Command {
 the harness checks scope, hashes and paths, writes atomically, runs verification and
 acceptance commands without a shell, and rolls back with git on failure.
 
-Exit codes of 'factory run': 0 PASS, 1 FAIL, 2 usage or preflight error (nothing
-modified), 3 interrupted, internal error or replay mismatch (repo rolled back).`,
+` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -137,6 +177,6 @@ modified), 3 interrupted, internal error or replay mismatch (repo rolled back).`
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(env), newPlanCmd(env), newValidateCmd(env))
+	root.AddCommand(newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env))
 	return root
 }

@@ -52,12 +52,7 @@ to <out>/<run_id>.2/, .3/, …); <out> must be outside the repository.
 
 Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 3 interrupted, internal error or replay mismatch (repo rolled back).`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("run takes only flags, not %q (see 'factory run --help')", args[0])
-			}
-			return nil
-		},
+		Args: noArgs("run"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRun(cmd, o, env)
 		},

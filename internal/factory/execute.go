@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/graph"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/workorder"
@@ -26,29 +27,53 @@ type attempt struct {
 	proposal *workorder.WriteProposal
 	touched  []string
 	write    *WriteResult
-	backups  []backup
-	// createdDirs are directories TR created, parents first.
-	createdDirs []string
-	// overwritten are existing files TR replaced, with their baseline mtime.
-	overwritten []overwrite
-	verify      []CmdResult
-	accept      []CmdResult
-	brief       *FailureBrief
-	rollback    *RollbackRecord
+	undo     undo
+	// journaled is set once the journal covers this attempt: from then on
+	// the repo may differ from the baseline.
+	journaled bool
+	verify    []CmdResult
+	accept    []CmdResult
+	brief     *FailureBrief
+	rollback  *RollbackRecord
 }
 
-// backup keeps an ignored file's bytes before TR overwrites it: git cannot
-// restore a file it does not track.
+// undo is what git cannot put back after TR's writes; it goes into the
+// journal before the first write, so `factory recover` can use it too.
+type undo struct {
+	// Backups keep the bytes of ignored files TR overwrites: git cannot
+	// restore a file it does not track.
+	Backups []backup `json:"backups"`
+	// Overwritten are existing files TR replaces, with their baseline mtime.
+	Overwritten []overwrite `json:"overwritten"`
+	// CreatedDirs are directories TR created, parents first (absolute).
+	CreatedDirs []string `json:"created_dirs"`
+}
+
 type backup struct {
-	path string
-	data []byte
-	mode os.FileMode
+	Path string      `json:"path"`
+	Data []byte      `json:"data"`
+	Mode os.FileMode `json:"mode"`
 }
 
 type overwrite struct {
-	path  string
-	mtime time.Time
+	Path  string    `json:"path"`
+	Mtime time.Time `json:"mtime"`
 }
+
+// journal is what `factory recover` needs after the harness was killed in
+// the middle of an attempt (see gitws.Repo.WriteJournal).
+type journal struct {
+	Version  int            `json:"version"`
+	Tool     string         `json:"tool"` // who wrote it, e.g. "factory run"
+	PID      int            `json:"pid"`
+	RunDir   string         `json:"run_dir"`
+	Attempt  int            `json:"attempt"`
+	Writes   []string       `json:"writes"` // the paths the attempt is about to write
+	Baseline gitws.Baseline `json:"baseline"`
+	Undo     undo           `json:"undo"`
+}
+
+const journalVersion = 1
 
 // state is the graph state of one run.
 type state struct {
@@ -100,6 +125,7 @@ func (r *Run) graph() *graph.Graph[state] {
 // ERROR verdict (interrupted, internal failure, replay mismatch); the repo
 // has then been rolled back and run_summary.json still written when possible.
 func (r *Run) Execute(ctx context.Context) (res Result, err error) {
+	defer r.Close()
 	runDir, err := artifact.NewRunDir(r.opts.Out, r.runID)
 	if err != nil {
 		// Nothing has been touched yet: this is still a preflight failure.
@@ -151,11 +177,15 @@ func (r *Run) emergencyRollback(s *state) error {
 	if a == nil {
 		a = &attempt{}
 	}
-	_, err := r.rollback(context.Background(), a)
-	if err == nil {
-		r.progress("rolled back to %s", r.baseline.Commit[:12])
+	if !a.journaled {
+		r.progress("nothing was written; the repository is unchanged")
+		return nil
 	}
-	return err
+	if _, err := r.rollback(context.Background(), a); err != nil {
+		return err
+	}
+	r.progress("rolled back to %s", r.baseline.Commit[:12])
+	return nil
 }
 
 func (r *Run) summary(s *state, runErr error) RunSummary {
@@ -248,12 +278,15 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 		if err != nil {
 			return fmt.Errorf("tree hash after PASS: %w", err)
 		}
+		if err := r.repo.RemoveJournal(); err != nil {
+			return err
+		}
 		s.records = append(s.records, r.record(a))
 		s.verdict, s.treeHash, s.done = VerdictPass, hash, true
 		r.progress("attempt %d/%d: PASS (tree %s); changes left uncommitted in %s", a.index, r.opts.MaxAttempts, hash[:12], r.repo.Root)
 		return nil
 	}
-	if a.touchedRepo() {
+	if a.journaled {
 		report, err := r.rollback(ctx, a)
 		if err != nil {
 			return err
@@ -262,22 +295,17 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 	}
 	s.records = append(s.records, r.record(a))
 	reason, _, _ := strings.Cut(a.brief.PrimaryErrorExcerpt, "\n")
-	r.progress("attempt %d/%d: FAIL (%s: %s); rolled back to %s", a.index, r.opts.MaxAttempts, a.brief.Stage,
-		truncateChars(reason, 300), r.baseline.Commit[:12])
+	outcome := "nothing was written"
+	if a.journaled {
+		outcome = "rolled back to " + r.baseline.Commit[:12]
+	}
+	r.progress("attempt %d/%d: FAIL (%s: %s); %s", a.index, r.opts.MaxAttempts, a.brief.Stage,
+		truncateChars(reason, 300), outcome)
 	s.previous = a.brief
 	if !a.brief.retryable() || a.index >= r.opts.MaxAttempts {
 		s.verdict, s.done = VerdictFail, true
 	}
 	return nil
-}
-
-// touchedRepo reports whether the attempt may have changed the repo: it
-// wrote a file or created a directory, or ran a command. If not, there is
-// nothing to roll back (and no reset to record in the reflog).
-func (a *attempt) touchedRepo() bool {
-	// A failed write may have renamed its file into place before failing.
-	wrote := a.write != nil && (len(a.write.Files) > 0 || len(a.createdDirs) > 0 || a.brief != nil && a.brief.Stage == StageWriteFailed)
-	return wrote || len(a.verify) > 0 || len(a.accept) > 0
 }
 
 // rollbackTimeout bounds a rollback, which must finish even when the run was
@@ -286,36 +314,58 @@ func (a *attempt) touchedRepo() bool {
 // and the tree half reset.
 const rollbackTimeout = 5 * time.Minute
 
-// rollback restores the baseline: git for tracked and new files, then the
-// saved bytes and times of files TR overwrote, then the directories TR
-// created. Every step runs even if an earlier one failed, so a git failure
-// cannot cost the user an ignored file the harness saved.
+// rollback restores the baseline after attempt a (see rollbackTo), reports
+// what it could not undo, and removes the journal once the repo is back.
 func (r *Run) rollback(ctx context.Context, a *attempt) (RollbackRecord, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
+	rec, err := rollbackTo(ctx, r.repo, r.baseline, a.undo)
+	if err != nil {
+		return RollbackRecord{}, err
+	}
+	if len(rec.UnrestoredFiles) > 0 {
+		r.progress("warning: a command changed ignored files that existed before the run and could not be restored: %s", summarize(rec.UnrestoredFiles, 5))
+	}
+	if len(rec.NewRefs) > 0 {
+		r.progress("note: a command created git refs, left in place: %s", summarize(rec.NewRefs, 5))
+	}
+	return rec, nil
+}
+
+// rollbackTo restores the baseline: git for tracked and new files, then the
+// saved bytes and times of files TR overwrote, then the directories TR
+// created, and removes the journal when all went well. Every step runs even
+// if an earlier one failed, so a git failure cannot cost the user an ignored
+// file the harness saved; on failure the journal stays for `factory recover`.
+func rollbackTo(ctx context.Context, repo *gitws.Repo, b gitws.Baseline, u undo) (RollbackRecord, error) {
 	var errs []error
-	report, err := r.repo.Rollback(ctx, r.baseline)
+	report, err := repo.Rollback(ctx, b)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for _, b := range a.backups {
-		if err := artifact.WriteFileAtomic(filepath.Join(r.repo.Root, filepath.FromSlash(b.path)), b.data, b.mode); err != nil {
-			errs = append(errs, fmt.Errorf("restore ignored file %s: %w", b.path, err))
+	for _, bk := range u.Backups {
+		if err := artifact.WriteFileAtomic(filepath.Join(repo.Root, filepath.FromSlash(bk.Path)), bk.Data, bk.Mode); err != nil {
+			errs = append(errs, fmt.Errorf("restore ignored file %s: %w", bk.Path, err))
 		}
 	}
-	for _, o := range a.overwritten {
+	for _, o := range u.Overwritten {
 		// git restored the bytes with a new mtime; Python's bytecode cache
 		// keys on (mtime, size), so a .pyc of the failed attempt with the
 		// same size could otherwise be taken for the restored source.
-		full := filepath.Join(r.repo.Root, filepath.FromSlash(o.path))
-		if err := os.Chtimes(full, o.mtime, o.mtime); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("restore mtime of %s: %w", o.path, err))
+		full := filepath.Join(repo.Root, filepath.FromSlash(o.Path))
+		if err := os.Chtimes(full, o.Mtime, o.Mtime); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("restore mtime of %s: %w", o.Path, err))
 		}
 	}
-	for i := len(a.createdDirs) - 1; i >= 0; i-- {
+	for i := len(u.CreatedDirs) - 1; i >= 0; i-- {
 		// Only empty ones: a directory someone else filled is not ours to remove.
-		if err := os.Remove(a.createdDirs[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(err) {
-			errs = append(errs, fmt.Errorf("remove directory %s: %w", a.createdDirs[i], err))
+		if err := os.Remove(u.CreatedDirs[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(err) {
+			errs = append(errs, fmt.Errorf("remove directory %s: %w", u.CreatedDirs[i], err))
+		}
+	}
+	if len(errs) == 0 {
+		if err := repo.RemoveJournal(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
@@ -323,14 +373,8 @@ func (r *Run) rollback(ctx context.Context, a *attempt) (RollbackRecord, error) 
 	}
 	// TR's own backups cover ignored files of any size that it overwrote.
 	report.Unrestored = slices.DeleteFunc(report.Unrestored, func(p string) bool {
-		return slices.ContainsFunc(a.backups, func(b backup) bool { return b.path == p })
+		return slices.ContainsFunc(u.Backups, func(bk backup) bool { return bk.Path == p })
 	})
-	if len(report.Unrestored) > 0 {
-		r.progress("warning: a command changed ignored files that existed before the run and could not be restored: %s", summarize(report.Unrestored, 5))
-	}
-	if len(report.NewRefs) > 0 {
-		r.progress("note: a command created git refs, left in place: %s", summarize(report.NewRefs, 5))
-	}
 	return RollbackRecord{
 		RemovedFiles:    nonNil(report.Removed),
 		RestoredFiles:   nonNil(report.Restored),

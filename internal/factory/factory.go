@@ -59,6 +59,7 @@ func preflightf(format string, args ...any) error {
 type Run struct {
 	opts     Options
 	repo     *gitws.Repo
+	lock     *gitws.Lock // held from Preflight until Execute returns
 	baseline gitws.Baseline
 	runID    string
 	verify   [][]string // override argvs, parsed at preflight
@@ -69,7 +70,10 @@ type Run struct {
 // Preflight checks everything that can be checked without touching the repo
 // or the output directory: repository state, output location, work order
 // commands. Any error is a *PreflightError and nothing has been modified.
-func Preflight(ctx context.Context, opts Options) (*Run, error) {
+//
+// It takes the repository's lock (see gitws.Lock), which Execute releases;
+// a caller that does not Execute must call Close.
+func Preflight(ctx context.Context, opts Options) (r *Run, err error) {
 	if opts.MaxAttempts < 1 {
 		return nil, preflightf("--max-attempts must be at least 1, got %d", opts.MaxAttempts)
 	}
@@ -78,7 +82,7 @@ func Preflight(ctx context.Context, opts Options) (*Run, error) {
 	}
 	// Work order commands first: they are the user's input, and checking
 	// them does not depend on the repository.
-	r := &Run{opts: opts}
+	r = &Run{opts: opts}
 	for i, c := range opts.WorkOrder.AcceptanceCommands {
 		argv, err := proc.ParseCommand(c)
 		if err != nil {
@@ -98,6 +102,17 @@ func Preflight(ctx context.Context, opts Options) (*Run, error) {
 		return nil, preflightf("--repo: %v", err)
 	}
 	r.repo = repo
+	if r.lock, err = lockRepo(repo); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if err := checkNoJournal(repo); err != nil {
+		return nil, err
+	}
 	if _, err := repo.Head(ctx); err != nil {
 		if errors.Is(err, gitws.ErrNoCommits) {
 			return nil, preflightf("repository %s has no commits; make an initial commit first", repo.Root)
@@ -112,9 +127,13 @@ func Preflight(ctx context.Context, opts Options) (*Run, error) {
 		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
 			repo.Root, summarize(dirty, 5))
 	}
-	hidden, err := repo.HiddenEntries(ctx)
+	hidden, submodules, err := repo.IndexProblems(ctx)
 	if err != nil {
 		return nil, preflightf("repository %s: %v", repo.Root, err)
+	}
+	if len(submodules) > 0 {
+		return nil, preflightf("repository %s has submodules (%s); factory refuses them: a submodule is a separate repository that commands could change and a rollback of this one would not restore",
+			repo.Root, summarize(submodules, 5))
 	}
 	if len(hidden) > 0 {
 		return nil, preflightf("repository %s has files marked skip-worktree or assume-unchanged (a sparse checkout?), which git's reset cannot restore, so a rollback could not be exact: %s",
@@ -123,11 +142,11 @@ func Preflight(ctx context.Context, opts Options) (*Run, error) {
 	if r.baseline, err = repo.Snapshot(ctx); err != nil {
 		return nil, preflightf("repository %s: %v", repo.Root, err)
 	}
-	if err := checkOutput("--out", opts.Out, repo.Root, true); err != nil {
+	if err := checkOutput("--out", opts.Out, repo, true); err != nil {
 		return nil, err
 	}
 	if opts.RecordPath != "" {
-		if err := checkOutput("--record", opts.RecordPath, repo.Root, false); err != nil {
+		if err := checkOutput("--record", opts.RecordPath, repo, false); err != nil {
 			return nil, err
 		}
 	}
@@ -144,16 +163,52 @@ func summarize(items []string, n int) string {
 	return fmt.Sprintf("%s, and %d more", strings.Join(items[:n], ", "), len(items)-n)
 }
 
-// checkOutput refuses an output path inside the repository (files there
-// would dirty the tree and be deleted by rollback) and one that cannot be
-// created, before anything is written.
-func checkOutput(flag, path, root string, isDir bool) error {
+// lockRepo takes the repository lock, turning "held" into a refusal.
+func lockRepo(repo *gitws.Repo) (*gitws.Lock, error) {
+	l, err := repo.Lock()
+	if err != nil {
+		return nil, preflightf("repository %s: %v", repo.Root, err)
+	}
+	return l, nil
+}
+
+// checkNoJournal refuses a repository a killed run left unrestored.
+func checkNoJournal(repo *gitws.Repo) error {
+	found, err := repo.HasJournal()
+	if err != nil {
+		return preflightf("repository %s: %v", repo.Root, err)
+	}
+	if found {
+		return preflightf("repository %s holds the journal of a run that was cut off before it could restore the baseline (%s); run 'factory recover --repo %s' first",
+			repo.Root, repo.JournalPath(), repo.Root)
+	}
+	return nil
+}
+
+// Close releases the repository lock. Execute calls it; call it yourself
+// only for a Run you do not execute.
+func (r *Run) Close() {
+	if r.lock != nil {
+		_ = r.lock.Unlock()
+		r.lock = nil
+	}
+}
+
+// checkOutput refuses an output path inside the repository's work tree (files
+// there would dirty the tree and be deleted by rollback) or inside one of its
+// git directories (where git and the metadata restore own every byte), and
+// one that cannot be created, before anything is written.
+func checkOutput(flag, path string, repo *gitws.Repo, isDir bool) error {
 	resolved, existing, err := resolvePath(path)
 	if err != nil {
 		return preflightf("%s %s: %v", flag, path, err)
 	}
-	if rel, err := filepath.Rel(root, resolved); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return preflightf("%s %s is inside the repository %s; choose a path outside it", flag, path, root)
+	for _, dir := range []struct{ path, what string }{
+		{repo.Root, "the repository"}, {repo.GitDir, "the git directory"}, {repo.CommonDir, "the git directory"},
+	} {
+		if within(dir.path, resolved) {
+			return preflightf("%s %s is inside %s %s; choose a path outside it", flag, path, dir.what, dir.path)
+		}
 	}
 	info, err := os.Stat(existing)
 	switch {
@@ -204,6 +259,12 @@ func resolvePath(path string) (resolved, existing string, err error) {
 		existing = cur
 	}
 	return cur, existing, nil
+}
+
+// within reports whether p is dir or inside it.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // Result is the outcome of Execute.

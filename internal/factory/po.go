@@ -24,6 +24,9 @@ func (r *Run) po(ctx context.Context, s *state) error {
 			return err
 		}
 		a.verify = append(a.verify, res)
+		if a.brief != nil {
+			return nil
+		}
 		if res.ExitCode != 0 {
 			a.brief = commandBrief(StageVerifyFailed, res)
 			return nil
@@ -40,6 +43,9 @@ func (r *Run) po(ctx context.Context, s *state) error {
 			return err
 		}
 		a.accept = append(a.accept, res)
+		if a.brief != nil {
+			return nil
+		}
 		if res.ExitCode != 0 {
 			a.brief = commandBrief(StageAcceptanceFailed, res)
 			return nil
@@ -70,7 +76,10 @@ func (r *Run) verifyCommands() [][]string {
 }
 
 // runCommand runs argv in the repo with logs in the attempt's logs/
-// directory. It returns an error only when the run itself was interrupted.
+// directory. It returns an error only when the run itself was interrupted
+// or the git metadata could not be restored. When the command changed git
+// metadata, that is restored at once (before any git runs again) and
+// a.brief says so, whatever the command's exit code.
 func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []string) (CmdResult, error) {
 	stdout := filepath.Join(a.dir, "logs", name+".stdout.txt")
 	stderr := filepath.Join(a.dir, "logs", name+".stderr.txt")
@@ -80,6 +89,9 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	})
 	if ctx.Err() != nil {
 		return CmdResult{}, context.Cause(ctx)
+	}
+	if err := r.checkMeta(a, name, argv); err != nil {
+		return CmdResult{}, err
 	}
 	out := CmdResult{
 		Command:         argv,
@@ -105,6 +117,27 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	}
 	r.progress("attempt %d/%d: po: %s: %s → %s", a.index, r.opts.MaxAttempts, name, quoteArgv(argv), status)
 	return out, nil
+}
+
+// checkMeta compares the git metadata with the baseline after a command;
+// on a change it restores it and sets a.brief.
+func (r *Run) checkMeta(a *attempt, name string, argv []string) error {
+	changed, err := r.repo.MetaChanges(r.baseline)
+	if err != nil {
+		return fmt.Errorf("check git metadata after %s: %w", name, err)
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	if _, err := r.repo.RestoreMeta(r.baseline); err != nil {
+		return fmt.Errorf("restore git metadata changed by %s: %w", name, err)
+	}
+	cmd := quoteArgv(argv)
+	a.brief = newBrief(StageGitMetadataChanged, &cmd, nil, fmt.Sprintf(
+		"%s changed git metadata, which commands must never touch: %s. It was restored; the attempt fails and is not retried.",
+		truncateChars(cmd, 300), summarize(changed, 10)))
+	r.progress("attempt %d/%d: po: %s changed git metadata (%s); restored", a.index, r.opts.MaxAttempts, name, summarize(changed, 5))
+	return nil
 }
 
 // relativize shows the repository root as "." in output excerpts (full

@@ -12,6 +12,10 @@ const (
 	StageVerifyFailed        = "verify_failed"
 	StageAcceptanceFailed    = "acceptance_failed"
 	StageException           = "exception"
+	// StageGitMetadataChanged: a command changed git metadata that can run
+	// code or steer git (config, hooks, HEAD, ...). Not retried: the code
+	// the model wrote is hostile or broken.
+	StageGitMetadataChanged = "git_metadata_changed"
 )
 
 // Verdicts of a run.
@@ -43,10 +47,11 @@ type FailureBrief struct {
 }
 
 // retryable reports whether another attempt can change the outcome: a
-// violated precondition is a plan bug and a failed disk write is an
-// environment problem, so neither is retried.
+// violated precondition is a plan bug, a failed disk write is an
+// environment problem, and code that tampers with git metadata is not to
+// be run again, so none of them is retried.
 func (b *FailureBrief) retryable() bool {
-	return b.Stage != StagePreflight && b.Stage != StageWriteFailed
+	return b.Stage != StagePreflight && b.Stage != StageWriteFailed && b.Stage != StageGitMetadataChanged
 }
 
 // CmdResult is one executed command. Paths are relative to the run directory.

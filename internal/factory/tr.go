@@ -58,19 +58,26 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 	}
 
 	for i, p := range paths {
+		if st := current[i]; st.exists {
+			a.undo.Overwritten = append(a.undo.Overwritten, overwrite{Path: p, Mtime: st.mtime})
+			if r.baseline.IsIgnored(p) {
+				a.undo.Backups = append(a.undo.Backups, backup{Path: p, Data: st.data, Mode: st.mode})
+			}
+		}
+	}
+	// From here on the repo may change (commands run even when nothing is
+	// written): the journal must say how to undo it before it does.
+	if err := r.writeJournal(a); err != nil {
+		return err
+	}
+	for i, p := range paths {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		st, content := current[i], []byte(a.proposal.Writes[i].Content)
-		if st.exists {
-			a.overwritten = append(a.overwritten, overwrite{path: p, mtime: st.mtime})
-			if r.baseline.IsIgnored(p) {
-				a.backups = append(a.backups, backup{path: p, data: st.data, mode: st.mode})
-			}
-		}
 		full := filepath.Join(r.repo.Root, filepath.FromSlash(p))
 		created, err := mkdirAll(filepath.Dir(full))
-		a.createdDirs = append(a.createdDirs, created...)
+		a.undo.CreatedDirs = append(a.undo.CreatedDirs, created...)
 		if err != nil {
 			return fail(StageWriteFailed, []string{fmt.Sprintf("%s: create parent directories: %v", p, err)})
 		}
@@ -159,6 +166,19 @@ func checkNoSymlink(root, p string) error {
 			return fmt.Errorf("%s: exists and is not a regular file", p)
 		}
 	}
+	return nil
+}
+
+// writeJournal records attempt a in the journal and marks it journaled.
+func (r *Run) writeJournal(a *attempt) error {
+	j := journal{
+		Version: journalVersion, Tool: "factory run", PID: os.Getpid(), RunDir: r.runDir,
+		Attempt: a.index, Writes: a.touched, Baseline: r.baseline, Undo: a.undo,
+	}
+	if err := r.repo.WriteJournal(j); err != nil {
+		return err
+	}
+	a.journaled = true
 	return nil
 }
 
