@@ -44,6 +44,9 @@ type Options struct {
 
 	// Progress receives one human-readable line per step; nil discards.
 	Progress io.Writer
+	// Heartbeat is how often a line says the run still waits for the model
+	// or a command; 0 means every 10 s.
+	Heartbeat time.Duration
 }
 
 // PreflightError is a problem found before anything was modified.
@@ -278,5 +281,36 @@ type Result struct {
 func (r *Run) progress(format string, args ...any) {
 	if r.opts.Progress != nil {
 		fmt.Fprintf(r.opts.Progress, format+"\n", args...)
+	}
+}
+
+// waiting prints "… <what> (N s)" every heartbeat until the returned stop
+// is called, so a long model call or command is not mistaken for a hang.
+func (r *Run) waiting(what string) (stop func()) {
+	if r.opts.Progress == nil {
+		return func() {}
+	}
+	every := r.opts.Heartbeat
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				r.progress("… %s (%s)", what, (time.Duration(n) * every).Round(time.Second))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
 	}
 }

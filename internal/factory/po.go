@@ -83,10 +83,13 @@ func (r *Run) verifyCommands() [][]string {
 func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []string) (CmdResult, error) {
 	stdout := filepath.Join(a.dir, "logs", name+".stdout.txt")
 	stderr := filepath.Join(a.dir, "logs", name+".stderr.txt")
+	r.progress("attempt %d/%d: po: %s: running %s", a.index, r.opts.MaxAttempts, name, truncateChars(quoteArgv(argv), 300))
+	stop := r.waiting(name + " is running")
 	res := proc.Run(ctx, proc.Spec{
 		Argv: argv, Dir: r.repo.Root, Timeout: r.opts.CommandTimeout, Stdout: stdout, Stderr: stderr,
 		MaxOutputBytes: proc.DefaultMaxOutputBytes,
 	})
+	stop()
 	if ctx.Err() != nil {
 		return CmdResult{}, context.Cause(ctx)
 	}

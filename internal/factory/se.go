@@ -47,7 +47,9 @@ func (r *Run) se(ctx context.Context, s *state) error {
 		req.SchemaName, req.Schema = "write_proposal", schema
 	}
 	r.progress("attempt %d/%d: se: asking %s for a write proposal", index, r.opts.MaxAttempts, r.opts.ModelName)
+	stop := r.waiting("waiting for the model")
 	resp, err := r.opts.Model.Complete(ctx, req)
+	stop()
 	var mismatch *llm.ReplayMismatchError
 	var recordErr *llm.RecordError
 	switch {

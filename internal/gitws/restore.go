@@ -28,10 +28,10 @@ const (
 
 // baselineState is the part of a Baseline only Snapshot fills in.
 type baselineState struct {
-	meta    metaSnapshot      // the git metadata that can run code or steer git (see metaSpots)
-	headRef string            // full name of the branch HEAD is on ("refs/heads/main"); "" when detached
-	refs    []string          // sorted full names of every ref
-	ignored []ignoredFile     // every ignored path that could be Lstat'ed, sorted by path
+	meta    metaSnapshot  // the git metadata that can run code or steer git (see metaSpots)
+	headRef string        // full name of the branch HEAD is on ("refs/heads/main"); "" when detached
+	refs    []string      // sorted full names of every ref
+	ignored []ignoredFile // every ignored path that could be Lstat'ed, sorted by path
 	// dirModes holds the permission bits of every directory above an
 	// ignored path, so Rollback can recreate them as they were (a 0700
 	// secrets/ must not come back world-readable).
