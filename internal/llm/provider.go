@@ -23,13 +23,13 @@ type ProviderErrorKind string
 // cannot help. The second group is what a transient failure becomes when
 // its retries run out.
 const (
-	KindUnauthorized     ProviderErrorKind = "unauthorized"      // HTTP 401 or 403
-	KindModelNotFound    ProviderErrorKind = "model_not_found"   // HTTP 404 (or 400) naming the model
+	KindUnauthorized     ProviderErrorKind = "unauthorized"       // HTTP 401 or 403
+	KindModelNotFound    ProviderErrorKind = "model_not_found"    // HTTP 404 (or 400) naming the model
 	KindEndpointNotFound ProviderErrorKind = "endpoint_not_found" // HTTP 404 that does not name a model: wrong base URL
-	KindUnreachable      ProviderErrorKind = "unreachable"       // connection refused, DNS failure, TLS failure
-	KindContextTooLong   ProviderErrorKind = "context_too_long"  // HTTP 400 context_length_exceeded, or 413
-	KindQuotaExceeded    ProviderErrorKind = "quota_exceeded"    // HTTP 429 insufficient_quota
-	KindBadRequest       ProviderErrorKind = "bad_request"       // any other HTTP 4xx
+	KindUnreachable      ProviderErrorKind = "unreachable"        // connection refused, DNS failure, TLS failure
+	KindContextTooLong   ProviderErrorKind = "context_too_long"   // HTTP 400 context_length_exceeded, or 413
+	KindQuotaExceeded    ProviderErrorKind = "quota_exceeded"     // HTTP 429 insufficient_quota
+	KindBadRequest       ProviderErrorKind = "bad_request"        // any other HTTP 4xx
 
 	KindRateLimited    ProviderErrorKind = "rate_limited"    // HTTP 429, retries exhausted
 	KindServerError    ProviderErrorKind = "server_error"    // HTTP 5xx, retries exhausted
