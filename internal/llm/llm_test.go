@@ -90,13 +90,6 @@ func TestOpenAIChatDegrades(t *testing.T) {
 	}
 }
 
-func TestOpenAIChatRetriesServerErrors(t *testing.T) {
-	srv := llmtest.Start(t, llmtest.Reply{Status: 503, Body: `{"error":{"message":"busy"}}`}, llmtest.Reply{Content: "{}"})
-	if _, err := client(srv.URL).Complete(context.Background(), request()); err != nil {
-		t.Fatalf("a 503 then success should succeed: %v", err)
-	}
-}
-
 func TestRecordThenReplay(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	srv := llmtest.Start(t, llmtest.Reply{Content: "first"}, llmtest.Reply{Status: 400, Body: `{"error":{"message":"nope"}}`})
