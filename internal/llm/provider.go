@@ -87,6 +87,17 @@ func (e *ProviderError) Error() string {
 	}
 }
 
+// Misconfigured reports whether no call can succeed until the user fixes
+// the key, the model name, the base URL or the account: unlike the other
+// kinds, waiting or a smaller request will not help.
+func (e *ProviderError) Misconfigured() bool {
+	switch e.Kind {
+	case KindUnauthorized, KindModelNotFound, KindEndpointNotFound, KindUnreachable, KindQuotaExceeded:
+		return true
+	}
+	return false
+}
+
 func (e *ProviderError) tries() string {
 	if e.Attempts == 1 {
 		return "1 attempt"
