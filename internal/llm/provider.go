@@ -79,7 +79,7 @@ func (e *ProviderError) Error() string {
 	case KindServerError:
 		return fmt.Sprintf("%s keeps failing (HTTP %d, %s): try again later%s", where, e.Status, e.tries(), e.said())
 	case KindTimeout:
-		return fmt.Sprintf("%s did not answer in time (%s): try again later, or allow more time per request", where, e.tries())
+		return fmt.Sprintf("%s did not answer in time (%s): try again later, or allow more time per request (--llm-timeout-seconds)", where, e.tries())
 	case KindConnectionLost:
 		return fmt.Sprintf("the connection to the model server at %s keeps dropping (%s): check the network and any proxy%s", e.URL, e.tries(), e.said())
 	default: // KindBadRequest
