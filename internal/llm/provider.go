@@ -132,7 +132,7 @@ const maxMsg = 200
 func shortMsg(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > maxMsg {
-		s = s[:maxMsg] + "…"
+		s = strings.ToValidUTF8(s[:maxMsg], "") + "…" // no half rune
 	}
 	return s
 }
