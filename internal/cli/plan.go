@@ -16,13 +16,10 @@ import (
 	"github.com/factory-harness/factory/internal/planner"
 )
 
-// Exit codes of `factory plan`, as in the seeds (ARCHITECTURE.md).
-const (
-	PlanExitGeneral    = 1 // usage mistakes, I/O errors
-	PlanExitValidation = 2 // the plan is still invalid after every attempt
-	PlanExitModel      = 3 // the model API failed (after transport retries)
-	PlanExitJSON       = 4 // the last reply was not JSON at all
-)
+// PlanExitValidation is the exit code of `factory validate` when the plan
+// has errors. `factory plan` itself uses the codes every command shares
+// (ExitPass, ExitFail, ExitUsage, ExitInternal).
+const PlanExitValidation = 2
 
 type planOptions struct {
 	spec, outdir, template, artifactsDir, repo string
@@ -58,10 +55,12 @@ Writes WO-NN.json files and then WORK_ORDERS_MANIFEST.json (with the compile has
 template hash and validator version) to --outdir, atomically; artifacts of every attempt
 and compile_summary.json go to --artifacts-dir.
 
-Exit codes: 0 success, 1 general error, 2 validation error, 3 API/network error,
-4 JSON parse error.`,
-		Args:        cobra.NoArgs,
-		Annotations: map[string]string{usageExitAnnotation: "1"},
+Exit codes: 0 plan written; 1 the plan is still invalid (or not JSON) after every
+attempt; 2 refused before anything was created (usage, unreadable spec or template,
+existing plan without --overwrite, OPENAI_API_KEY not set); 3 error: the model
+provider refused or could not be reached (bad key, unknown model, wrong URL, retries
+exhausted), interrupted, replay mismatch, or an I/O error.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPlan(cmd, o, env)
 		},
@@ -82,7 +81,7 @@ Exit codes: 0 success, 1 general error, 2 validation error, 3 API/network error,
 	f.StringVar(&o.reviewModel, "review-model", "", "reviewer model (default: --llm-model)")
 	f.IntVar(&o.maxWaitSeconds, "max-wait-seconds", 1800, "bound on waiting for one background response")
 	f.DurationVar(&o.pollInterval, "poll-interval", llm.DefaultPollInterval, "how often to poll a background response")
-	f.DurationVar(&o.retryBackoff, "retry-backoff", llm.DefaultRetryBase, "first wait before retrying a transport error (then doubled)")
+	f.DurationVar(&o.retryBackoff, "retry-backoff", llm.DefaultRetryBase, "first wait before retrying HTTP 408/429/5xx, a timeout or a dropped connection (then doubled; Retry-After wins)")
 	f.StringVar(&o.conn.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
 	f.StringVar(&o.conn.record, "record", "", "append every model exchange to this JSONL transcript")
 	f.StringVar(&o.conn.replay, "replay", "", "answer model requests from this JSONL transcript (no network, no API key)")
@@ -127,17 +126,12 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	if err != nil {
 		return err
 	}
-	artifacts := o.artifactsDir
-	if artifacts == "" {
-		artifacts = filepath.Join(o.outdir, "compile_artifacts")
-	}
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		return usagef("create artifacts directory: %v", err)
-	}
 	progress := env.Stderr
 	if o.quiet {
 		progress = nil
 	}
+	// Before any directory is created: a missing key is a refusal (exit 2)
+	// that must leave nothing behind.
 	model, err := connectModel(env, o.conn, func(key, base string) llm.Model {
 		return llm.NewOpenAIResponses(llm.ResponsesConfig{
 			APIKey: key, BaseURL: base, CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
@@ -147,6 +141,13 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	})
 	if err != nil {
 		return err
+	}
+	artifacts := o.artifactsDir
+	if artifacts == "" {
+		artifacts = filepath.Join(o.outdir, "compile_artifacts")
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		return usagef("create artifacts directory: %v", err)
 	}
 	reviewModel := o.reviewModel
 	if reviewModel == "" {
@@ -170,7 +171,7 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 		TemplateSHA256: out.Summary.TemplateSHA256, ValidatorVersion: planner.ValidatorVersion,
 	})
 	if err != nil {
-		return &exitError{code: PlanExitGeneral, err: fmt.Errorf("write plan: %w", err)}
+		return &exitError{code: ExitInternal, err: fmt.Errorf("write plan: %w", err)}
 	}
 	for _, w := range out.Summary.Warnings {
 		fmt.Fprintf(env.Stderr, "warning: %s\n", w)
@@ -182,28 +183,22 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	return nil
 }
 
-// planError maps a compile failure to its exit code; an invalid plan also
-// leaves validation_errors.json in the output directory.
+// planError maps a compile failure to its exit code: 1 for a plan that is
+// still invalid (which also leaves validation_errors.json in the output
+// directory), 3 for everything else — a provider or model failure, an
+// interruption, an I/O error.
 func planError(err error, outdir, artifacts string, env Env) error {
 	var invalid *planner.InvalidPlanError
-	var model *planner.ModelError
-	switch {
-	case errors.As(err, &invalid):
+	if errors.As(err, &invalid) {
 		for _, e := range invalid.Issues {
 			fmt.Fprintf(env.Stderr, "%s\n", e)
 		}
 		if werr := planner.WriteValidationErrors(outdir, invalid.Issues); werr != nil {
-			err = errors.Join(err, werr)
+			return &exitError{code: ExitInternal, err: errors.Join(err, werr)}
 		}
-		code := PlanExitValidation
-		if invalid.NotJSON {
-			code = PlanExitJSON
-		}
-		return &exitError{code: code, err: fmt.Errorf("%w; see %s", err, artifacts)}
-	case errors.As(err, &model):
-		return &exitError{code: PlanExitModel, err: err}
+		return &exitError{code: ExitFail, err: fmt.Errorf("%w; see %s", err, artifacts)}
 	}
-	return &exitError{code: PlanExitGeneral, err: err}
+	return &exitError{code: ExitInternal, err: err}
 }
 
 func printSummaryFile(env Env, path string) {

@@ -2,6 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,8 +151,8 @@ func TestPlanRevisesInvalidJSON(t *testing.T) {
 func TestPlanFailsAfterThreeInvalidAttempts(t *testing.T) {
 	f := newPlanFixture(t, done(invalidPlan(t)), done(invalidPlan(t)), done(invalidPlan(t)))
 	res := f.run(t, "--no-review")
-	if res.code != PlanExitValidation {
-		t.Fatalf("exit %d, want %d\n%s", res.code, PlanExitValidation, res.stderr)
+	if res.code != ExitFail {
+		t.Fatalf("exit %d, want %d\n%s", res.code, ExitFail, res.stderr)
 	}
 	if !strings.Contains(res.stderr, "[E105]") {
 		t.Errorf("stderr lacks the error code:\n%s", res.stderr)
@@ -172,16 +176,16 @@ func TestPlanFailsAfterThreeInvalidAttempts(t *testing.T) {
 
 func TestPlanNotJSONExitCode(t *testing.T) {
 	f := newPlanFixture(t, done("nope"), done("still nope"))
-	if res := f.run(t, "--no-review", "--max-attempts", "2"); res.code != PlanExitJSON {
-		t.Fatalf("exit %d, want %d\n%s", res.code, PlanExitJSON, res.stderr)
+	if res := f.run(t, "--no-review", "--max-attempts", "2"); res.code != ExitFail {
+		t.Fatalf("exit %d, want %d\n%s", res.code, ExitFail, res.stderr)
 	}
 }
 
 func TestPlanModelFailureExitCode(t *testing.T) {
 	f := newPlanFixture(t, llmtest.ResponsesReply{Statuses: []string{"failed"}, Error: "the model is overloaded"})
 	res := f.run(t, "--no-review")
-	if res.code != PlanExitModel || !strings.Contains(res.stderr, "overloaded") {
-		t.Fatalf("exit %d, want %d\n%s", res.code, PlanExitModel, res.stderr)
+	if res.code != ExitInternal || !strings.Contains(res.stderr, "overloaded") {
+		t.Fatalf("exit %d, want %d\n%s", res.code, ExitInternal, res.stderr)
 	}
 }
 
@@ -237,7 +241,7 @@ func TestPlanRefusesExistingPlanWithoutOverwrite(t *testing.T) {
 		t.Fatalf("first plan: exit %d\n%s", res.code, res.stderr)
 	}
 	res := f.run(t, "--no-review")
-	if res.code != PlanExitGeneral || !strings.Contains(res.stderr, "--overwrite") || f.srv.Remaining() != 1 {
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "--overwrite") || f.srv.Remaining() != 1 {
 		t.Fatalf("second plan: exit %d, remaining replies %d\n%s", res.code, f.srv.Remaining(), res.stderr)
 	}
 	if res := f.run(t, "--no-review", "--overwrite"); res.code != 0 {
@@ -319,15 +323,17 @@ func TestPlanUsageErrors(t *testing.T) {
 		{"empty spec file", []string{"plan", "--spec", os.DevNull, "--outdir", dir}, "is empty"},
 		{"template without placeholder", []string{"plan", "--spec", spec, "--outdir", dir, "--template", noPlaceholder}, "{{PRODUCT_SPEC}}"},
 		{"unknown flag", []string{"plan", "--nope"}, "unknown flag"},
-		{"validate needs a path", []string{"validate"}, "accepts 1 arg"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := runFactory(t, []string{"OPENAI_API_KEY=k"}, tt.args...)
-			if res.code != PlanExitGeneral || !strings.Contains(res.stderr, tt.want) {
-				t.Errorf("exit %d, stderr %q; want 1 and %q", res.code, res.stderr, tt.want)
+			if res.code != ExitUsage || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", res.code, res.stderr, ExitUsage, tt.want)
 			}
 		})
+	}
+	if res := runFactory(t, nil, "validate"); res.code == 0 || !strings.Contains(res.stderr, "accepts 1 arg") {
+		t.Errorf("validate without a path: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
 
@@ -345,7 +351,7 @@ func TestPlanKeepsValidPlanWhenReviewerFails(t *testing.T) {
 
 func TestPlanClearsStaleFilesOfAnEarlierCompile(t *testing.T) {
 	f := newPlanFixture(t, done("no"), done("no"), done("no"), done(validPlan(t)))
-	if res := f.run(t, "--no-review"); res.code != PlanExitJSON {
+	if res := f.run(t, "--no-review"); res.code != ExitFail {
 		t.Fatalf("first compile: exit %d\n%s", res.code, res.stderr)
 	}
 	if res := f.run(t, "--no-review"); res.code != 0 {
@@ -355,5 +361,130 @@ func TestPlanClearsStaleFilesOfAnEarlierCompile(t *testing.T) {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("stale %s survived a successful compile", p)
 		}
+	}
+}
+
+func TestPlanMissingKeyCreatesNothing(t *testing.T) {
+	f := newPlanFixture(t)
+	res := runFactory(t, []string{"OPENAI_API_KEY="}, "plan", "--spec", f.spec, "--outdir", f.out, "--artifacts-dir", f.arts,
+		"--llm-base-url", f.srv.URL)
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "OPENAI_API_KEY") {
+		t.Fatalf("exit %d, want %d naming OPENAI_API_KEY\n%s", res.code, ExitUsage, res.stderr)
+	}
+	for _, dir := range []string{f.out, f.arts} {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s was created (stat: %v)", dir, err)
+		}
+	}
+	if n := len(f.srv.Requests()); n != 0 {
+		t.Errorf("%d requests, want none", n)
+	}
+}
+
+// A provider failure is not the plan's fault: it ends the compile at once,
+// with exit 3 and a one-line hint, and none of it reaches a prompt.
+func TestPlanProviderErrorEndsCompileAtOnce(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL + "/v1"
+	closed.Close()
+	tests := []struct {
+		name     string
+		reply    llmtest.ResponsesReply
+		baseURL  string // "" means the fixture's server
+		want     []string
+		requests int
+	}{
+		{name: "401", reply: llmtest.ResponsesReply{HTTPErrors: []int{401}}, want: []string{"rejected the API key (HTTP 401): check OPENAI_API_KEY"}, requests: 1},
+		{name: "403", reply: llmtest.ResponsesReply{HTTPErrors: []int{403}}, want: []string{"HTTP 403", "OPENAI_API_KEY"}, requests: 1},
+		{name: "404", reply: llmtest.ResponsesReply{HTTPErrors: []int{404}}, want: []string{"HTTP 404", "--llm-base-url", "--llm-model"}, requests: 1},
+		{name: "503 four times", reply: llmtest.ResponsesReply{HTTPErrors: []int{503, 503, 503, 503}}, want: []string{"HTTP 503, gave up after 4 attempts"}, requests: 4},
+		{name: "closed port", baseURL: closedURL, want: []string{closedURL, "connection refused", "--llm-base-url"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.reply.Content = validPlan(t)
+			f := newPlanFixture(t, tt.reply)
+			if tt.baseURL != "" {
+				f.srv.URL = tt.baseURL
+			}
+			res := f.run(t, "--no-review", "--max-attempts", "3")
+			if res.code != ExitInternal {
+				t.Fatalf("exit %d, want %d\n%s", res.code, ExitInternal, res.stderr)
+			}
+			var last string
+			for _, line := range strings.Split(strings.TrimSpace(res.stderr), "\n") {
+				if strings.HasPrefix(line, "factory: ") {
+					last = line
+				}
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(last, w) {
+					t.Errorf("error line %q lacks %q\nstderr:\n%s", last, w, res.stderr)
+				}
+			}
+			if n := len(f.srv.Requests()); n != tt.requests {
+				t.Errorf("%d requests, want %d", n, tt.requests)
+			}
+			if _, err := os.Stat(filepath.Join(f.arts, "prompt_attempt_2.txt")); err == nil {
+				t.Error("a second attempt was prompted after a provider failure")
+			}
+			if s := f.summary(t); s.Success || s.Attempts != 0 || !strings.Contains(s.Error, tt.want[0]) {
+				t.Errorf("summary success=%v attempts=%d error=%q", s.Success, s.Attempts, s.Error)
+			}
+			for _, name := range listDir(t, f.out) {
+				if strings.HasPrefix(name, "WO-") {
+					t.Errorf("a plan was written: %s", name)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanRetries503ThenSucceeds(t *testing.T) {
+	f := newPlanFixture(t, llmtest.ResponsesReply{HTTPErrors: []int{503, 503}, Content: validPlan(t)})
+	res := f.run(t, "--no-review")
+	if res.code != 0 {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	if n := len(f.srv.Requests()); n != 3 {
+		t.Errorf("%d submissions, want 3", n)
+	}
+	if s := f.summary(t); s.Attempts != 1 {
+		t.Errorf("summary attempts = %d, want 1: retries are not attempts", s.Attempts)
+	}
+}
+
+// In the review phase a plan has already passed: an outage keeps it
+// unreviewed, but a setup mistake (a bad key, a misspelt --review-model)
+// still ends the compile.
+func TestPlanReviewerProviderErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		errs    []int
+		code    int
+		outcome string
+	}{
+		{name: "outage keeps the plan", errs: []int{503, 503, 503, 503}, code: 0, outcome: "keeps failing"},
+		{name: "unknown endpoint ends the compile", errs: []int{404}, code: ExitInternal},
+		{name: "bad key ends the compile", errs: []int{401}, code: ExitInternal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlanFixture(t, done(validPlan(t)), llmtest.ResponsesReply{HTTPErrors: tt.errs, Content: `{"findings":[]}`})
+			res := f.run(t, "--review-model", "reviewer-model")
+			if res.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s", res.code, tt.code, res.stderr)
+			}
+			s := f.summary(t)
+			if tt.code == 0 {
+				if s.AcceptedAttempt != 1 || len(s.Review) != 1 || !strings.Contains(s.Review[0].Outcome, tt.outcome) {
+					t.Errorf("summary accepted=%d review=%+v", s.AcceptedAttempt, s.Review)
+				}
+				return
+			}
+			if s.Success || len(listDir(t, f.out)) != 0 {
+				t.Errorf("summary success=%v, outdir %v; want no plan written", s.Success, listDir(t, f.out))
+			}
+		})
 	}
 }

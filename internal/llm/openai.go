@@ -19,11 +19,15 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 // OpenAIConfig configures an OpenAI-compatible Chat Completions client. Every
 // setting is explicit: the SDK's own environment lookups are not relied on.
 type OpenAIConfig struct {
-	APIKey     string
-	BaseURL    string
-	Timeout    time.Duration // per request, retries included
-	MaxRetries int           // transport retries on 408/409/429/5xx and connection errors
-	HTTPClient *http.Client  // nil means http.DefaultClient
+	APIKey  string
+	BaseURL string        // "" means DefaultBaseURL
+	Timeout time.Duration // per HTTP try; a try that times out is retried
+	// MaxRetries, RetryBase and Sleep set the retry policy (see
+	// DefaultRetries); zero values mean the defaults, nil Sleep a timer.
+	MaxRetries int
+	RetryBase  time.Duration
+	Sleep      SleepFunc
+	HTTPClient *http.Client // nil means http.DefaultClient
 	// CustomHeaders is the value of OPENAI_CUSTOM_HEADERS, which the SDK
 	// applies by itself; its headers are removed again.
 	CustomHeaders string
@@ -51,16 +55,18 @@ func dropHeaders(customHeaders string) option.Middleware {
 	}
 }
 
-// clientOptions are the SDK options both clients share, all explicit.
-func clientOptions(apiKey, baseURL, customHeaders string, httpClient *http.Client, retries int) []option.RequestOption {
+// clientOptions are the SDK options both clients share, all explicit. The
+// SDK's own retries are off: its waits cannot be injected and it retries
+// refused connections, so the retrier decides instead.
+func clientOptions(apiKey, baseURL, customHeaders string, httpClient *http.Client) []option.RequestOption {
 	if baseURL == "" {
 		baseURL = DefaultBaseURL
 	}
 	opts := []option.RequestOption{
 		option.WithAPIKey(apiKey),
 		option.WithBaseURL(baseURL),
-		option.WithMaxRetries(retries),
-		option.WithMiddleware(dropHeaders(customHeaders)),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(dropHeaders(customHeaders), capReplies),
 	}
 	if httpClient != nil {
 		opts = append(opts, option.WithHTTPClient(httpClient))
@@ -68,18 +74,24 @@ func clientOptions(apiKey, baseURL, customHeaders string, httpClient *http.Clien
 	return opts
 }
 
-// OpenAIChat calls POST {base}/chat/completions.
+// OpenAIChat calls POST {base}/chat/completions. Failures of the server or
+// the connection are *ProviderError values, after retries where the policy
+// allows them (see DefaultRetries).
 type OpenAIChat struct {
 	client openai.Client
+	retry  retrier
 }
 
 // NewOpenAIChat returns a Chat Completions model client.
 func NewOpenAIChat(cfg OpenAIConfig) *OpenAIChat {
-	opts := clientOptions(cfg.APIKey, cfg.BaseURL, cfg.CustomHeaders, cfg.HTTPClient, cfg.MaxRetries)
+	opts := clientOptions(cfg.APIKey, cfg.BaseURL, cfg.CustomHeaders, cfg.HTTPClient)
 	if cfg.Timeout > 0 {
 		opts = append(opts, option.WithRequestTimeout(cfg.Timeout))
 	}
-	return &OpenAIChat{client: openai.NewClient(opts...)}
+	return &OpenAIChat{
+		client: openai.NewClient(opts...),
+		retry:  newRetrier(cfg.MaxRetries, cfg.RetryBase, cfg.Sleep, cfg.BaseURL),
+	}
 }
 
 // Complete sends req. If the server rejects the strict response format or a
@@ -89,22 +101,44 @@ func NewOpenAIChat(cfg OpenAIConfig) *OpenAIChat {
 func (c *OpenAIChat) Complete(ctx context.Context, req Request) (Response, error) {
 	useSchema, useTemperature := req.Schema != nil, true
 	var degraded []string
-	for {
-		resp, err := c.complete(ctx, req, useSchema, useTemperature)
-		if err == nil {
-			resp.Degraded = degraded
-			return resp, nil
-		}
+	// droppable names the feature a 400 rejects, if Complete may drop it.
+	droppable := func(err error) string {
 		switch {
 		case useSchema && rejects(err, "response_format", "json_schema"):
-			useSchema = false
-			degraded = append(degraded, "response_format")
+			return "response_format"
 		case useTemperature && rejects(err, "temperature"):
-			useTemperature = false
-			degraded = append(degraded, "temperature")
-		default:
+			return "temperature"
+		}
+		return ""
+	}
+	for {
+		params, err := chatParams(req, useSchema, useTemperature)
+		if err != nil {
 			return Response{}, err
 		}
+		var cc *openai.ChatCompletion
+		err = c.retry.do(ctx, "chat completion", req.Model, func(err error) bool { return droppable(err) != "" },
+			func(ctx context.Context) error {
+				var err error
+				cc, err = c.client.Chat.Completions.New(ctx, params)
+				return err
+			})
+		if err == nil {
+			return chatResponse(cc, req.Model, degraded)
+		}
+		feature := droppable(err)
+		switch feature {
+		case "response_format":
+			useSchema = false
+		case "temperature":
+			useTemperature = false
+		default:
+			if _, ok := AsProviderError(err); ok {
+				return Response{}, err // a self-contained message with its hint
+			}
+			return Response{}, fmt.Errorf("chat completion with model %s: %w", req.Model, err)
+		}
+		degraded = append(degraded, feature)
 	}
 }
 
@@ -122,7 +156,7 @@ func rejects(err error, words ...string) bool {
 	return false
 }
 
-func (c *OpenAIChat) complete(ctx context.Context, req Request, useSchema, useTemperature bool) (Response, error) {
+func chatParams(req Request, useSchema, useTemperature bool) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -131,7 +165,7 @@ func (c *OpenAIChat) complete(ctx context.Context, req Request, useSchema, useTe
 		case "user":
 			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
 		default:
-			return Response{}, fmt.Errorf("chat message role %q is not supported", m.Role)
+			return params, fmt.Errorf("chat message role %q is not supported", m.Role)
 		}
 	}
 	if useTemperature {
@@ -154,18 +188,12 @@ func (c *OpenAIChat) complete(ctx context.Context, req Request, useSchema, useTe
 			},
 		}
 	}
-	cc, err := c.client.Chat.Completions.New(ctx, params)
-	if err != nil {
-		// The SDK's error text is only the status; the server's message is
-		// what tells the user (and the next attempt) what went wrong.
-		var apiErr *openai.Error
-		if errors.As(err, &apiErr) && apiErr.Message != "" {
-			return Response{}, fmt.Errorf("chat completion with model %s: %w: %s", req.Model, err, apiErr.Message)
-		}
-		return Response{}, fmt.Errorf("chat completion with model %s: %w", req.Model, err)
-	}
+	return params, nil
+}
+
+func chatResponse(cc *openai.ChatCompletion, model string, degraded []string) (Response, error) {
 	if len(cc.Choices) == 0 {
-		return Response{}, fmt.Errorf("chat completion with model %s: the server returned no choices", req.Model)
+		return Response{}, fmt.Errorf("chat completion with model %s: the server returned no choices", model)
 	}
 	choice := cc.Choices[0]
 	return Response{
@@ -178,5 +206,6 @@ func (c *OpenAIChat) complete(ctx context.Context, req Request, useSchema, useTe
 			CompletionTokens: cc.Usage.CompletionTokens,
 			TotalTokens:      cc.Usage.TotalTokens,
 		},
+		Degraded: degraded,
 	}, nil
 }

@@ -2,13 +2,10 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -20,15 +17,11 @@ import (
 const (
 	DefaultPollInterval = 2 * time.Second
 	DefaultMaxWait      = 30 * time.Minute
-	DefaultRetryBase    = time.Second
 	// DefaultMaxOutputTokens is the output budget assumed for a request that
 	// sets none when its response comes back incomplete: the retry asks for
 	// twice this (128000), which is the output limit of current reasoning
 	// models. It is the planner's default budget.
 	DefaultMaxOutputTokens = 64000
-	// TransportRetries is how often one HTTP call (the submission or one
-	// poll) is retried on HTTP 429/502/503/504 or a connection error.
-	TransportRetries = 3
 )
 
 const (
@@ -52,9 +45,12 @@ type ResponsesConfig struct {
 	// of an incomplete response gets a fresh MaxWait); 0 means
 	// DefaultMaxWait.
 	MaxWait time.Duration
-	// RetryBase is the first transport backoff; later ones double it.
-	// 0 means DefaultRetryBase.
-	RetryBase time.Duration
+	// MaxRetries, RetryBase and Sleep set the retry policy of each HTTP
+	// call (see DefaultRetries); zero values mean the defaults, nil Sleep a
+	// timer.
+	MaxRetries int
+	RetryBase  time.Duration
+	Sleep      SleepFunc
 	// Progress, when set, gets one line per submission, status change and
 	// transport retry, and a heartbeat line every ~30s of unchanged status.
 	Progress io.Writer
@@ -66,10 +62,10 @@ type ResponsesConfig struct {
 // failed, cancelled or incomplete. It implements Model, so Recorder and
 // Replayer work with it unchanged.
 //
-// The SDK's own retries are off; each HTTP call is retried here up to
-// TransportRetries times with exponential backoff on 429/502/503/504 and
-// connection errors. Note that a submission whose answer was lost to a
-// connection error is submitted again, which may leave a duplicate
+// Each HTTP call (the submission, each poll) follows the retry policy of
+// DefaultRetries; failures of the server or the connection are
+// *ProviderError values. Note that a submission whose answer was lost to a
+// dropped connection is submitted again, which may leave a duplicate
 // background response on the server.
 //
 // Request mapping: system messages become instructions (joined by a blank
@@ -79,33 +75,29 @@ type ResponsesConfig struct {
 // reasoning models reject the parameter.
 type OpenAIResponses struct {
 	client    openai.Client
+	retry     retrier
 	poll      time.Duration
 	maxWait   time.Duration
-	retryBase time.Duration
 	heartbeat time.Duration
 	progress  io.Writer
 }
 
 // NewOpenAIResponses returns a Responses API model client.
 func NewOpenAIResponses(cfg ResponsesConfig) *OpenAIResponses {
-	// Our own retry loop decides what is retried, so the SDK's is off.
-	opts := clientOptions(cfg.APIKey, cfg.BaseURL, cfg.CustomHeaders, cfg.HTTPClient, 0)
 	c := &OpenAIResponses{
-		client:    openai.NewClient(opts...),
+		client:    openai.NewClient(clientOptions(cfg.APIKey, cfg.BaseURL, cfg.CustomHeaders, cfg.HTTPClient)...),
+		retry:     newRetrier(cfg.MaxRetries, cfg.RetryBase, cfg.Sleep, cfg.BaseURL),
 		poll:      cfg.PollInterval,
 		maxWait:   cfg.MaxWait,
-		retryBase: cfg.RetryBase,
 		heartbeat: heartbeatEvery,
 		progress:  cfg.Progress,
 	}
+	c.retry.logf = c.logf
 	if c.poll <= 0 {
 		c.poll = DefaultPollInterval
 	}
 	if c.maxWait <= 0 {
 		c.maxWait = DefaultMaxWait
-	}
-	if c.retryBase <= 0 {
-		c.retryBase = DefaultRetryBase
 	}
 	return c
 }
@@ -259,12 +251,15 @@ func (c *OpenAIResponses) run(ctx context.Context, model string, params response
 	defer cancel()
 
 	var r *responses.Response
-	err := c.call(wctx, "submit", func(ctx context.Context) error {
+	err := c.retry.do(wctx, "submit", model, nil, func(ctx context.Context) error {
 		var err error
 		r, err = c.client.Responses.New(ctx, params)
 		return err
 	})
+	_, provider := AsProviderError(err)
 	switch {
+	case provider:
+		return nil, err // a self-contained message with its hint
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("submit response with model %s: %w", model, ctx.Err())
 	case wctx.Err() != nil:
@@ -279,10 +274,10 @@ func (c *OpenAIResponses) run(ctx context.Context, model string, params response
 
 	id, status, lastLine := r.ID, r.Status, time.Now()
 	for !terminal(status) {
-		err := sleep(wctx, c.poll)
+		err := sleepCtx(wctx, c.poll)
 		if err == nil {
 			var got *responses.Response
-			err = c.call(wctx, "poll "+id, func(ctx context.Context) error {
+			err = c.retry.do(wctx, "poll "+id, model, nil, func(ctx context.Context) error {
 				var err error
 				got, err = c.client.Responses.Get(ctx, id, responses.ResponseGetParams{})
 				return err
@@ -296,13 +291,13 @@ func (c *OpenAIResponses) run(ctx context.Context, model string, params response
 			c.cancelRemote(ctx, id)
 			return nil, fmt.Errorf("response %s (model %s), last status %s: %w", id, model, status, ctx.Err())
 		case wctx.Err() != nil:
-			cancelNote := "cancel requested"
-			if cerr := c.cancelRemote(ctx, id); cerr != nil {
-				cancelNote = "cancel failed: " + cerr.Error()
-			}
 			return nil, fmt.Errorf("response %s (model %s) is still %s after the max wait of %s (%s)",
-				id, model, status, c.maxWait, cancelNote)
+				id, model, status, c.maxWait, c.cancelRemote(ctx, id))
 		case err != nil:
+			if _, ok := AsProviderError(err); ok {
+				c.cancelRemote(ctx, id)
+				return nil, err
+			}
 			return nil, fmt.Errorf("response %s (model %s), last status %s: %w", id, model, status, err)
 		}
 		if r.Status != status {
@@ -317,82 +312,18 @@ func (c *OpenAIResponses) run(ctx context.Context, model string, params response
 }
 
 // cancelRemote asks the server to cancel an abandoned background response,
-// best effort: it runs even when ctx is done, for at most cancelTimeout.
-func (c *OpenAIResponses) cancelRemote(ctx context.Context, id string) error {
+// best effort: it runs even when ctx is done, for at most cancelTimeout. It
+// returns how that went, for the error message.
+func (c *OpenAIResponses) cancelRemote(ctx context.Context, id string) string {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
-	_, err := c.client.Responses.Cancel(cctx, id)
-	if err != nil {
-		err = withServerMessage(err)
-		c.logf("response %s: cancel failed: %v", id, err)
-		return err
+	if _, err := c.client.Responses.Cancel(cctx, id); err != nil {
+		note := "cancel failed: " + brief(err)
+		c.logf("response %s: %s", id, note)
+		return note
 	}
 	c.logf("response %s: cancel requested", id)
-	return nil
-}
-
-// call runs one HTTP call, retrying it on transient failures. The error it
-// returns carries the server's message and, if retries ran out, how many
-// attempts were made.
-func (c *OpenAIResponses) call(ctx context.Context, what string, f func(context.Context) error) error {
-	for retry := 0; ; retry++ {
-		err := f(ctx)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		err = withServerMessage(err)
-		if !transient(err) {
-			return err
-		}
-		if retry >= TransportRetries {
-			return fmt.Errorf("%w (gave up after %d attempts)", err, retry+1)
-		}
-		delay := c.retryBase << retry
-		c.logf("%s: %v; retry %d of %d in %s", what, err, retry+1, TransportRetries, delay)
-		if err := sleep(ctx, delay); err != nil {
-			return err
-		}
-	}
-}
-
-// withServerMessage adds the server's message to an API error: the SDK's
-// error text is only the status.
-func withServerMessage(err error) error {
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) && apiErr.Message != "" {
-		return fmt.Errorf("%w: %s", err, apiErr.Message)
-	}
-	return err
-}
-
-// transient reports whether an HTTP call is worth retrying: HTTP 429, 502,
-// 503 and 504, and connection errors.
-func transient(err error) bool {
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		switch apiErr.StatusCode {
-		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			return true
-		}
-		return false
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return true
-	}
-	var netErr net.Error
-	return errors.As(err, &netErr)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return "cancel requested"
 }
 
 func roundDuration(d time.Duration) time.Duration {

@@ -170,7 +170,7 @@ func TestResponsesRetriesTransportErrors(t *testing.T) {
 func TestResponsesGivesUpAfterThreeRetries(t *testing.T) {
 	srv := llmtest.StartResponses(t, llmtest.ResponsesReply{HTTPErrors: []int{503, 503, 503, 503}, Content: "never"})
 	_, err := completeWithin(t, context.Background(), responsesClient(srv.URL, nil), planRequest())
-	if err == nil || !strings.Contains(err.Error(), "scripted HTTP 503") || !strings.Contains(err.Error(), "4 attempts") {
+	if pe, ok := AsProviderError(err); !ok || pe.Kind != KindServerError || !strings.Contains(err.Error(), "scripted HTTP 503") || !strings.Contains(err.Error(), "4 attempts") {
 		t.Fatalf("err = %v, want the server's message and the attempt count", err)
 	}
 	if n := len(srv.Requests()); n != 4 {
@@ -184,7 +184,7 @@ func TestResponsesGivesUpAfterThreeRetries(t *testing.T) {
 func TestResponsesDoesNotRetryOtherErrors(t *testing.T) {
 	srv := llmtest.StartResponses(t, llmtest.ResponsesReply{HTTPErrors: []int{400}, Content: "never"})
 	_, err := completeWithin(t, context.Background(), responsesClient(srv.URL, nil), planRequest())
-	if err == nil || !strings.Contains(err.Error(), "scripted HTTP 400") || strings.Contains(err.Error(), "attempts") {
+	if pe, ok := AsProviderError(err); !ok || pe.Kind != KindBadRequest || !strings.Contains(err.Error(), "scripted HTTP 400") || strings.Contains(err.Error(), "attempts") {
 		t.Fatalf("err = %v, want the server's message without retries", err)
 	}
 	if n := len(srv.Requests()); n != 1 {
@@ -198,11 +198,12 @@ func TestResponsesConnectionRefused(t *testing.T) {
 	ts.Close()
 	var progress bytes.Buffer
 	_, err := completeWithin(t, context.Background(), responsesClient(url, &progress), planRequest())
-	if err == nil || !strings.Contains(err.Error(), "4 attempts") {
-		t.Fatalf("err = %v, want a connection error after 4 attempts", err)
+	pe, ok := AsProviderError(err)
+	if !ok || pe.Kind != KindUnreachable || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "--llm-base-url") {
+		t.Fatalf("err = %v, want an unreachable server naming %s and --llm-base-url", err, url)
 	}
-	if n := strings.Count(progress.String(), "retry "); n != 3 {
-		t.Errorf("%d retries reported, want 3:\n%s", n, progress.String())
+	if strings.Contains(progress.String(), "retry ") {
+		t.Errorf("a refused connection was retried:\n%s", progress.String())
 	}
 }
 

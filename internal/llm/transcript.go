@@ -18,6 +18,9 @@ type Exchange struct {
 	Request       Request   `json:"request"`
 	Response      *Response `json:"response,omitempty"`
 	Error         string    `json:"error,omitempty"` // the call failed; replay fails the same way
+	// ProviderError is set when the failure was the provider's, so that a
+	// replay ends the run the same way instead of counting an attempt.
+	ProviderError *ProviderError `json:"provider_error,omitempty"`
 }
 
 // Recorder passes requests to a model and appends every exchange, failed
@@ -42,6 +45,7 @@ func (r *Recorder) Complete(ctx context.Context, req Request) (Response, error) 
 	ex := Exchange{Seq: r.seq, RequestSHA256: req.Hash(), Request: req}
 	if err != nil {
 		ex.Error = err.Error()
+		ex.ProviderError, _ = AsProviderError(err)
 	} else {
 		ex.Response = &resp
 	}
@@ -150,6 +154,10 @@ func (r *Replayer) Complete(_ context.Context, req Request) (Response, error) {
 		return Response{}, &ReplayMismatchError{Path: r.path, Seq: seq, Detail: firstDifference(ex.Request, req)}
 	}
 	r.next++
+	if ex.ProviderError != nil {
+		pe := *ex.ProviderError
+		return Response{}, &pe
+	}
 	if ex.Error != "" {
 		// The same text as when recorded: it reaches the next prompt.
 		return Response{}, errors.New(ex.Error)

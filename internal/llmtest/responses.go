@@ -11,8 +11,9 @@ import (
 	"testing"
 )
 
-// DropConnection, in ResponsesReply.HTTPErrors or PollErrors, closes the
-// connection without an answer instead of sending an HTTP error.
+// DropConnection, as Reply.Status or in ResponsesReply.HTTPErrors or
+// PollErrors, closes the connection without an answer instead of sending an
+// HTTP error.
 const DropConnection = -1
 
 // ResponsesReply scripts one background response of the Responses API.

@@ -16,11 +16,14 @@ import (
 )
 
 // Reply is one scripted answer. Content becomes choices[0].message.content;
-// a non-zero Status sends an error response with Body instead.
+// a non-zero Status sends an error response with Body instead, and
+// DropConnection closes the connection without an answer. Header is added
+// to the answer (e.g. Retry-After).
 type Reply struct {
 	Content string
 	Status  int
 	Body    string
+	Header  map[string]string
 	Delay   time.Duration
 }
 
@@ -74,6 +77,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if reply.Status == DropConnection {
+		failHTTP(w, DropConnection)
+		return
+	}
+	for k, v := range reply.Header {
+		w.Header().Set(k, v)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if reply.Status != 0 {

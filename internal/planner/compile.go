@@ -49,17 +49,17 @@ func CompileHash(spec, template, model, effort string) string {
 	return canon.SHA256Hex([]byte(spec + template + model + effort))[:16]
 }
 
-// ModelError is a failed model call (after transport retries).
+// ModelError is a failed model call (after transport retries). Err is an
+// *llm.ProviderError when the provider failed rather than the model.
 type ModelError struct{ Err error }
 
 func (e *ModelError) Error() string { return "model call failed: " + e.Err.Error() }
 func (e *ModelError) Unwrap() error { return e.Err }
 
-// InvalidPlanError is a plan still invalid after every attempt.
+// InvalidPlanError is a plan still invalid after every attempt; a reply
+// that is not JSON at all is one (E000).
 type InvalidPlanError struct {
 	Issues []Issue
-	// NotJSON is set when the last reply was not JSON at all.
-	NotJSON bool
 }
 
 func (e *InvalidPlanError) Error() string {
@@ -117,7 +117,9 @@ type compiler struct {
 
 // Compile runs the planner. Artifacts and compile_summary.json are written
 // to o.ArtifactsDir whatever happens; on failure the error is a
-// *ModelError, an *InvalidPlanError, or an I/O error.
+// *ModelError, an *InvalidPlanError, or an I/O error. A failed model call
+// ends the compile at once: no further attempt is made and nothing of the
+// error reaches a prompt. The review phase is the exception (see run).
 func Compile(ctx context.Context, o Options) (*Outcome, error) {
 	start := time.Now()
 	c := &compiler{o: o}
@@ -172,7 +174,7 @@ func (c *compiler) run(ctx context.Context) (*workorder.Manifest, error) {
 	for cycle := 1; c.o.Review && cycle <= c.o.MaxReviewCycles; cycle++ {
 		findings, err := c.review(ctx, cycle, content)
 		var modelErr *ModelError
-		if errors.As(err, &modelErr) {
+		if errors.As(err, &modelErr) && !misconfigured(err) {
 			// The review is a quality pass over a plan that already passed
 			// validation: losing that plan to an API error helps nobody.
 			c.sum.Review = append(c.sum.Review, ReviewLog{Cycle: cycle, Outcome: "reviewer call failed, plan kept unreviewed: " + modelErr.Error()})
@@ -188,7 +190,7 @@ func (c *compiler) run(ctx context.Context) (*workorder.Manifest, error) {
 		revised, revisedRes, err := c.validationLoop(ctx, reviewRevisionPrompt(base, content, findings), "review_revision")
 		var invalid *InvalidPlanError
 		switch {
-		case errors.As(err, &invalid), errors.As(err, &modelErr):
+		case errors.As(err, &invalid), errors.As(err, &modelErr) && !misconfigured(err):
 			// The reviewer may be wrong, and the API may fail; neither may
 			// cost the user the plan that passed.
 			c.sum.Review[len(c.sum.Review)-1].Outcome = "revision failed (" + err.Error() + "); kept the plan that passed before this review"
@@ -201,6 +203,16 @@ func (c *compiler) run(ctx context.Context) (*workorder.Manifest, error) {
 		content, res, accepted = revised, revisedRes, c.attempt
 	}
 	return c.accept(res)
+}
+
+// misconfigured reports a provider failure no later call can get past (bad
+// key, unknown model, wrong URL): it ends the compile even in the review
+// phase, where other model failures keep the plan that passed, because
+// skipping a review the user asked for must not hide a setup mistake such as
+// a misspelt --review-model.
+func misconfigured(err error) bool {
+	pe, ok := llm.AsProviderError(err)
+	return ok && pe.Misconfigured()
 }
 
 func (c *compiler) accept(res Result) (*workorder.Manifest, error) {
@@ -257,7 +269,7 @@ func (c *compiler) validationLoop(ctx context.Context, base, purpose string) (st
 		purpose = "revision"
 		prompt = revisionPrompt(base, content, errs)
 	}
-	return content, res, &InvalidPlanError{Issues: res.Errors(), NotJSON: !json.Valid([]byte(content))}
+	return content, res, &InvalidPlanError{Issues: res.Errors()}
 }
 
 func (c *compiler) ask(ctx context.Context, model, prompt string, schema *responseSchema) (llm.Response, error) {
