@@ -267,3 +267,58 @@ func TestRunSurvivesClosedOutput(t *testing.T) {
 		t.Errorf("verdict %s", s.Verdict)
 	}
 }
+
+// A provider failure is not the model's fault: no attempt is counted, the
+// run ends at once as ERROR (exit 3) with a hint, nothing was written, and
+// no provider text reaches a prompt. 503s are retried without an attempt.
+func TestRunProviderErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		replies  []llmtest.Reply
+		hint     string
+		requests int
+	}{
+		{"401", []llmtest.Reply{{Status: 401, Body: `{"error":{"message":"Incorrect API key provided: sk-abc","type":"invalid_request_error","code":"invalid_api_key"}}`}}, "OPENAI_API_KEY", 1},
+		{"404 model", []llmtest.Reply{{Status: 404, Body: `{"error":{"message":"The model 'm' does not exist","type":"invalid_request_error","code":"model_not_found"}}`}}, "--llm-model", 1},
+		{"context too long", []llmtest.Reply{{Status: 400, Body: `{"error":{"message":"maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`}}, "context is too long", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, workOrder(), tt.replies...)
+			res := f.run(t)
+			if res.code != ExitInternal || !strings.Contains(res.stderr, tt.hint) || !strings.Contains(res.stderr, "nothing was written") {
+				t.Fatalf("exit %d, want %d with %q and \"nothing was written\"\n%s", res.code, ExitInternal, tt.hint, res.stderr)
+			}
+			s := f.summary(t, res)
+			if s.Verdict != factory.VerdictError || s.TotalAttempts != 0 {
+				t.Errorf("verdict %s, attempts %d; want ERROR, 0", s.Verdict, s.TotalAttempts)
+			}
+			if n := len(f.srv.Requests()); n != tt.requests {
+				t.Errorf("requests = %d, want %d", n, tt.requests)
+			}
+			sameTree(t, f.baseline, treeSnapshot(t, f.repo))
+		})
+	}
+	t.Run("closed port", func(t *testing.T) {
+		f := newFixture(t, workOrder())
+		url := "http://127.0.0.1:1/v1"
+		res := runFactory(t, []string{"OPENAI_API_KEY=k"}, "run", "--repo", f.repo, "--work-order", f.woPath,
+			"--out", f.out, "--llm-model", "m", "--llm-base-url", url)
+		if res.code != ExitInternal || !strings.Contains(res.stderr, "--llm-base-url") || !strings.Contains(res.stderr, "127.0.0.1:1") {
+			t.Fatalf("exit %d\n%s", res.code, res.stderr)
+		}
+	})
+	t.Run("503 twice then success", func(t *testing.T) {
+		busy := llmtest.Reply{Status: 503, Body: `{"error":{"message":"overloaded"}}`}
+		f := newFixture(t, workOrder(), busy, busy, good(calcV2))
+		res := f.run(t)
+		if res.code != ExitPass {
+			t.Fatalf("exit %d\n%s", res.code, res.stderr)
+		}
+		if s := f.summary(t, res); s.TotalAttempts != 1 {
+			t.Errorf("attempts = %d, want 1", s.TotalAttempts)
+		}
+		if strings.Contains(f.srv.UserPrompt(2), "overloaded") {
+			t.Error("provider text reached the prompt")
+		}
+	})
+}

@@ -30,6 +30,8 @@ type runOptions struct {
 	verifyCommands []string
 	python         string
 	record, replay string
+	envPolicy      string
+	passEnv        []string
 	quiet          bool
 }
 
@@ -65,11 +67,13 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.Float64Var(&o.temperature, "llm-temperature", 0, "sampling temperature")
 	f.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL, e.g. http://localhost:11434/v1 for Ollama (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
 	f.BoolVar(&o.jsonSchema, "llm-json-schema", true, "ask for strict JSON-schema output (response_format); --llm-json-schema=false for servers that reject it")
-	f.IntVar(&o.llmTimeout, "llm-timeout-seconds", 600, "time limit for one model request, transport retries included")
+	f.IntVar(&o.llmTimeout, "llm-timeout-seconds", 600, "time limit for one HTTP try of a model request; a try that times out is retried (3 retries in all)")
 	f.IntVar(&o.maxAttempts, "max-attempts", 2, "attempts before giving up (preflight and write_failed failures are not retried)")
 	f.IntVar(&o.timeoutSeconds, "timeout-seconds", 600, "time limit per verification or acceptance command; the whole process group is killed")
 	f.StringArrayVar(&o.verifyCommands, "verify-command", nil, "replace global verification with this command (repeatable; parsed like acceptance commands)")
 	f.StringVar(&o.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
+	f.StringVar(&o.envPolicy, "env-policy", proc.EnvCore, "environment of verification and acceptance commands: 'core' (PATH, HOME, LANG, LC_*, TERM, TMPDIR, USER, SHELL, VIRTUAL_ENV, toolchain locations) or 'all' (everything but names that look like credentials)")
+	f.StringArrayVar(&o.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable), whatever --env-policy says")
 	f.StringVar(&o.record, "record", "", "append every model exchange to this JSONL transcript")
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
@@ -86,6 +90,10 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	}
 	if o.llmTimeout <= 0 {
 		return usagef("--llm-timeout-seconds must be positive")
+	}
+	envMode, err := proc.ParseEnvMode(o.envPolicy)
+	if err != nil {
+		return usagef("--env-policy: %v", err)
 	}
 	data, err := os.ReadFile(o.workOrder)
 	if err != nil {
@@ -112,6 +120,7 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 		Model: model, ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
 		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
 		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
+		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv},
 	})
 	if err != nil {
 		return err
@@ -137,7 +146,7 @@ func buildModel(o *runOptions, env Env) (llm.Model, error) {
 	return connectModel(env, modelFlags{baseURL: o.baseURL, record: o.record, replay: o.replay},
 		func(key, base string) llm.Model {
 			return llm.NewOpenAIChat(llm.OpenAIConfig{
-				APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second, MaxRetries: 2,
+				APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second,
 				CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
 			})
 		})

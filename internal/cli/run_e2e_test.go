@@ -262,12 +262,6 @@ func TestRunFailureStages(t *testing.T) {
 			attempts: 2, requests: 2, excerpt: "postcondition failed",
 		},
 		{
-			name:     "exception: the server rejects the request",
-			replies:  []llmtest.Reply{badRequest(), badRequest()},
-			stage:    factory.StageException,
-			attempts: 2, requests: 2, excerpt: "model call failed",
-		},
-		{
 			// The first write creates file "lib"; the second needs "lib" to
 			// be a directory. Both pass the checks, which see neither yet.
 			name: "write_failed: a later write fails after an earlier one landed; not retried",
@@ -310,10 +304,6 @@ func TestRunFailureStages(t *testing.T) {
 
 func scopeReply(path string) llmtest.Reply {
 	return llmtest.Reply{Content: llmtest.Proposal("x", llmtest.Write{Path: path, BaseSHA256: sha(""), Content: "x = 1\n"})}
-}
-
-func badRequest() llmtest.Reply {
-	return llmtest.Reply{Status: 400, Body: `{"error":{"message":"model not found","type":"invalid_request_error"}}`}
 }
 
 // TestRunRefusesEscapingWrites proposes writes that would leave the allowed

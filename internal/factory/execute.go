@@ -198,6 +198,7 @@ func (r *Run) summary(s *state, runErr error) RunSummary {
 		BaselineCommit: r.baseline.Commit,
 		LLMModel:       r.opts.ModelName,
 		Attempts:       s.records,
+		EnvPassed:      nonNil(r.envNames),
 	}
 	if sum.Attempts == nil {
 		sum.Attempts = []AttemptRecord{}

@@ -37,6 +37,9 @@ type Options struct {
 	VerifyCommands []string
 	// Python is the interpreter used by the built-in verification commands.
 	Python string
+	// Env decides which environment variables commands see (--env-policy,
+	// --pass-env); the zero value passes only the core set.
+	Env proc.EnvPolicy
 
 	// RecordPath is the transcript the model records to, if any: like Out it
 	// must be outside the repo, or rollback would delete it.
@@ -68,6 +71,8 @@ type Run struct {
 	verify   [][]string // override argvs, parsed at preflight
 	accept   [][]string
 	runDir   string
+	env      []string // the commands' environment, from opts.Env
+	envNames []string // the names in env taken from ours, for the summary
 }
 
 // Preflight checks everything that can be checked without touching the repo
@@ -156,6 +161,7 @@ func Preflight(ctx context.Context, opts Options) (r *Run, err error) {
 	if r.runID, err = workorder.RunID(opts.WorkOrder, r.baseline.Commit); err != nil {
 		return nil, err
 	}
+	r.env, r.envNames = opts.Env.Environ(os.Environ())
 	return r, nil
 }
 

@@ -2,12 +2,14 @@ package factory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/proc"
 )
 
@@ -85,11 +87,20 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	stderr := filepath.Join(a.dir, "logs", name+".stderr.txt")
 	r.progress("attempt %d/%d: po: %s: running %s", a.index, r.opts.MaxAttempts, name, truncateChars(quoteArgv(argv), 300))
 	stop := r.waiting(name + " is running")
+	var recordErr error
 	res := proc.Run(ctx, proc.Spec{
 		Argv: argv, Dir: r.repo.Root, Timeout: r.opts.CommandTimeout, Stdout: stdout, Stderr: stderr,
-		MaxOutputBytes: proc.DefaultMaxOutputBytes,
+		Env: r.env, MaxOutputBytes: proc.DefaultMaxOutputBytes,
+		// The journal names the running group, so that `factory recover`
+		// can kill it if this process is killed first.
+		OnStart: func(pgid int, startTicks uint64) {
+			recordErr = r.repo.RecordCommand(gitws.RunningCommand{PGID: pgid, StartTicks: startTicks})
+		},
 	})
 	stop()
+	if err := errors.Join(recordErr, r.repo.ClearCommand()); err != nil {
+		return CmdResult{}, err
+	}
 	if ctx.Err() != nil {
 		return CmdResult{}, context.Cause(ctx)
 	}

@@ -121,5 +121,8 @@ type RunSummary struct {
 	LLMModel          string          `json:"llm_model"`
 	Attempts          []AttemptRecord `json:"attempts"`
 	Usage             llm.Usage       `json:"usage"`
-	Error             string          `json:"error,omitempty"`
+	// EnvPassed lists the names (never values) of the environment variables
+	// commands received from factory's environment (see --env-policy).
+	EnvPassed []string `json:"env_passed"`
+	Error     string   `json:"error,omitempty"`
 }

@@ -57,6 +57,11 @@ func (r *Run) se(ctx context.Context, s *state) error {
 		return context.Cause(ctx)
 	case errors.As(err, &mismatch), errors.As(err, &recordErr):
 		return err // a replay that diverged, or a record that cannot be kept, ends the run
+	case isProviderError(err):
+		// Not the model's fault: no attempt is counted and no provider text
+		// reaches a prompt; the run ends as ERROR with the hint.
+		s.cur = nil
+		return err
 	case err != nil:
 		a.brief = newBrief(StageException, nil, nil, "model call failed: "+err.Error())
 		return nil
@@ -69,6 +74,11 @@ func (r *Run) se(ctx context.Context, s *state) error {
 	}
 	a.proposal = p
 	return nil
+}
+
+func isProviderError(err error) bool {
+	_, ok := llm.AsProviderError(err)
+	return ok
 }
 
 func invalidReplyExcerpt(err error, resp llm.Response) string {
