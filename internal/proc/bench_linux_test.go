@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -36,14 +37,31 @@ func BenchmarkRunWithIdleProcesses(b *testing.B) {
 	if err := BecomeSubreaper(); err != nil {
 		b.Fatal(err)
 	}
-	run := func(b *testing.B) {
-		for b.Loop() {
-			if res := Run(context.Background(), Spec{Argv: []string{"true"}}); res.ExitCode != 0 {
-				b.Fatalf("Run(true) = %+v", res)
+	each := func(b *testing.B) {
+		b.Run("run", func(b *testing.B) {
+			for b.Loop() {
+				if res := Run(context.Background(), Spec{Argv: []string{"true"}}); res.ExitCode != 0 {
+					b.Fatalf("Run(true) = %+v", res)
+				}
+			}
+		})
+		// The search for children alone, as on kernels without children files: from a baseline, and
+		// without one (reading every process, as before).
+		search := func(f *childFinder) func(*testing.B) {
+			return func(b *testing.B) {
+				for b.Loop() {
+					if _, ok := f.children(os.Getpid()); !ok {
+						b.Fatal("cannot list the children")
+					}
+				}
 			}
 		}
+		baseline := &childFinder{probed: true, childless: true}
+		baseline.starting(true)
+		b.Run("search-from-baseline", search(baseline))
+		b.Run("search-all", search(&childFinder{probed: true}))
 	}
-	b.Run("idle=1000", run)
+	b.Run("idle=1000", each)
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
 		b.Fatalf("cannot kill the idle processes: %v", err)
 	}
@@ -53,5 +71,5 @@ func BenchmarkRunWithIdleProcesses(b *testing.B) {
 			b.Fatal("the killed idle processes are still there")
 		}
 	}
-	b.Run("idle=0", run)
+	b.Run("idle=0", each)
 }

@@ -11,7 +11,11 @@ func setChildSubreaper() error {
 	return fmt.Errorf("cannot become a child subreaper: %w", errors.ErrUnsupported)
 }
 
-// childrenOf is never called: only Linux processes become subreapers.
-func childrenOf(int) []child { return nil }
+// childFinder finds nothing: only Linux processes become subreapers, and only they scan for children.
+type childFinder struct{ childless bool }
+
+func (*childFinder) starting(bool)                {}
+func (*childFinder) scanned(bool, int)            {}
+func (*childFinder) children(int) ([]child, bool) { return nil, true }
 
 func startTime(int) (uint64, bool) { return 0, false }
