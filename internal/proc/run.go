@@ -44,7 +44,7 @@ type Spec struct {
 	Timeout time.Duration // 0 means no timeout
 	Stdout  string        // file path that receives stdout (created/truncated, 0644); "" = discard
 	Stderr  string        // same for stderr; the same path as Stdout interleaves both in one file
-	Env     []string      // environment; nil means SafeEnv(os.Environ())
+	Env     []string      // environment; nil means EnvPolicy{}.Environ(os.Environ()): the core variables
 	// MaxOutputBytes caps the size of each output file; 0 (or less) means no cap. While the command
 	// runs, the files are checked every 50ms, and once one passes the cap the process group is killed
 	// and the file is truncated to the cap. DefaultMaxOutputBytes is a good value.
@@ -102,7 +102,7 @@ func run(ctx context.Context, s Spec, res *Result) string {
 	defer limitCancel(nil)
 	env := s.Env
 	if env == nil {
-		env = SafeEnv(os.Environ())
+		env, _ = EnvPolicy{}.Environ(os.Environ())
 	}
 	cmd := command(runCtx, s.Dir, s.Argv, env)
 
