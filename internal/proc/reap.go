@@ -55,18 +55,19 @@ func BecomeSubreaper() error {
 	return nil
 }
 
-// startTracked starts cmd and records it as a running child.
-func startTracked(cmd *exec.Cmd) error {
+// startTracked starts cmd, records it as a running child and returns its start time in clock ticks
+// since boot, 0 if that cannot be read.
+func startTracked(cmd *exec.Cmd) (uint64, error) {
 	children.Lock()
 	defer children.Unlock()
 	children.finder.starting(len(children.active) == 0)
 	if err := cmd.Start(); err != nil {
-		return err
+		return 0, err
 	}
 	// Read before Wait can reap it; 0, if that fails, spares every orphan while the command runs.
-	start, _ := startTime(cmd.Process.Pid)
+	start, _ := StartTicks(cmd.Process.Pid)
 	children.active[cmd.Process.Pid] = start
-	return nil
+	return start, nil
 }
 
 // untrack forgets a child once Wait has reaped it.

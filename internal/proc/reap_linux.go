@@ -88,14 +88,10 @@ func (f *childFinder) children(ppid int) ([]child, bool) {
 	}
 	var kids []child
 	for _, pid := range suspects {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue // it exited meanwhile
-		}
 		// The parent is checked even for a listed child: it may have been reaped, and its pid reused.
-		parent, start, ok := parseStat(string(stat))
-		if ok && parent == ppid {
-			kids = append(kids, child{pid: pid, start: start})
+		// A process that exited meanwhile has no stat.
+		if st, ok := readStat(pid); ok && st.ppid == ppid {
+			kids = append(kids, child{pid: pid, start: st.start})
 		}
 	}
 	return kids, true
@@ -231,29 +227,44 @@ func readdirnames(dir string) ([]string, error) {
 	return names, nil
 }
 
-// startTime returns when process pid started, in clock ticks since boot.
-func startTime(pid int) (uint64, bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	_, start, ok := parseStat(string(stat))
-	return start, ok
+// StartTicks returns when process pid started, in clock ticks since boot (field 22 of
+// /proc/<pid>/stat), and whether it could be read. With the pid, it names a process unambiguously, even
+// after the pid has been reused. It is false on systems other than Linux.
+func StartTicks(pid int) (uint64, bool) {
+	st, ok := readStat(pid)
+	return st.start, ok
 }
 
-// parseStat extracts the parent pid (field 4) and the start time (field 22, in clock ticks since boot)
-// from the text of /proc/<pid>/stat. The command name (field 2) is in parentheses and may itself
-// contain spaces and parentheses, so the fields are counted from the last ')', which field 3 follows.
-func parseStat(stat string) (ppid int, start uint64, ok bool) {
+// procStat holds the fields of /proc/<pid>/stat that this package uses.
+type procStat struct {
+	state      byte   // field 3: 'R', 'S', 'Z' for a zombie...
+	ppid, pgid int    // fields 4 and 5
+	start      uint64 // field 22, in clock ticks since boot
+}
+
+func readStat(pid int) (procStat, bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseStat(string(stat))
+}
+
+// parseStat parses the text of /proc/<pid>/stat. The command name (field 2) is in parentheses and may
+// itself contain spaces and parentheses, so the fields are counted from the last ')', which field 3
+// follows.
+func parseStat(stat string) (procStat, bool) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, 0, false
+		return procStat{}, false
 	}
 	fields := strings.Fields(stat[i+1:])
 	if len(fields) < 22-2 {
-		return 0, 0, false
+		return procStat{}, false
 	}
 	ppid, err1 := strconv.Atoi(fields[4-3])
-	start, err2 := strconv.ParseUint(fields[22-3], 10, 64)
-	return ppid, start, err1 == nil && err2 == nil
+	pgid, err2 := strconv.Atoi(fields[5-3])
+	start, err3 := strconv.ParseUint(fields[22-3], 10, 64)
+	st := procStat{state: fields[3-3][0], ppid: ppid, pgid: pgid, start: start}
+	return st, err1 == nil && err2 == nil && err3 == nil
 }

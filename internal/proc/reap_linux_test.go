@@ -221,25 +221,23 @@ func waitForFile(t *testing.T, path string) {
 func TestParseStat(t *testing.T) {
 	const rest = " 4194304 101 0 0 0 0 0 0 0 20 0 1 0 387044 3133440 413 18446744073709551615 0 0 0 0 0 0 0 0 0 17 0 0"
 	tests := []struct {
-		stat  string
-		ppid  int
-		start uint64
-		ok    bool
+		stat string
+		want procStat
+		ok   bool
 	}{
-		{"9314 (cat) R 9270 9270 10083 0 -1" + rest, 9270, 387044, true},
-		{"9314 (a) b (c)) Z 1 2 3 0 -1" + rest, 1, 387044, true},
-		{"9314 (x) R 1 2 3", 0, 0, false},
-		{"garbage", 0, 0, false},
+		{"9314 (cat) R 9270 9271 10083 0 -1" + rest, procStat{state: 'R', ppid: 9270, pgid: 9271, start: 387044}, true},
+		{"9314 (a) b (c)) Z 1 2 3 0 -1" + rest, procStat{state: 'Z', ppid: 1, pgid: 2, start: 387044}, true},
+		{"9314 (x) R 1 2 3", procStat{}, false},
+		{"garbage", procStat{}, false},
 	}
 	for _, tt := range tests {
-		ppid, start, ok := parseStat(tt.stat)
-		if ppid != tt.ppid || start != tt.start || ok != tt.ok {
-			t.Errorf("parseStat(%q) = %d, %d, %v; want %d, %d, %v", tt.stat, ppid, start, ok, tt.ppid, tt.start, tt.ok)
+		if got, ok := parseStat(tt.stat); got != tt.want || ok != tt.ok {
+			t.Errorf("parseStat(%q) = %+v, %v; want %+v, %v", tt.stat, got, ok, tt.want, tt.ok)
 		}
 	}
-	self, ok := startTime(os.Getpid())
+	self, ok := StartTicks(os.Getpid())
 	if !ok || self == 0 {
-		t.Errorf("startTime(self) = %d, %v; want a positive time", self, ok)
+		t.Errorf("StartTicks(self) = %d, %v; want a positive time", self, ok)
 	}
 }
 
@@ -303,7 +301,7 @@ func TestChildFinderWithoutChildFiles(t *testing.T) {
 	}
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
-	start, _ := startTime(cmd.Process.Pid)
+	start, _ := StartTicks(cmd.Process.Pid)
 	kids, ok := f.children(os.Getpid())
 	if !ok || !slices.Contains(kids, child{pid: cmd.Process.Pid, start: start}) {
 		t.Errorf("children = %v, %v; want %d, started at %d, among them", kids, ok, cmd.Process.Pid, start)

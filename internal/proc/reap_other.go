@@ -18,4 +18,10 @@ func (*childFinder) starting(bool)                {}
 func (*childFinder) scanned(bool, int)            {}
 func (*childFinder) children(int) ([]child, bool) { return nil, true }
 
-func startTime(int) (uint64, bool) { return 0, false }
+// StartTicks is false: only Linux has /proc/<pid>/stat.
+func StartTicks(int) (uint64, bool) { return 0, false }
+
+// KillGroupIfSame kills nothing: it needs Linux's /proc.
+func KillGroupIfSame(pgid int, _ uint64) (bool, error) {
+	return false, fmt.Errorf("cannot check process group %d before killing it: %w", pgid, errors.ErrUnsupported)
+}
