@@ -1,41 +1,141 @@
 package proc
 
-import "strings"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
 
-// SafeEnv returns environ without variables that may hold credentials, so commands the model influences
-// never see them. A variable is dropped when its name, compared case-insensitively:
-//
-//   - ends in _KEY, _KEY_ID, _TOKEN, _PASS or _PASSWD (AWS_SECRET_ACCESS_KEY, AWS_ACCESS_KEY_ID,
-//     GH_TOKEN, NPM_TOKEN, DB_PASS);
-//   - contains SECRET, PASSWORD or CREDENTIAL (PGPASSWORD, GOOGLE_APPLICATION_CREDENTIALS);
-//   - starts with OPENAI_ or ANTHROPIC_.
-//
-// Names that merely contain KEY or TOKEN elsewhere (KEYBOARD, TOKENIZERS_PARALLELISM) are kept, as are
-// PATH, HOME, LANG and the like. Order is preserved.
-//
-// The result is never nil, because a nil environment makes os/exec inherit the unfiltered one.
-func SafeEnv(environ []string) []string {
-	safe := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if !isSecretName(strings.ToUpper(name)) {
-			safe = append(safe, kv)
-		}
+// The modes of an EnvPolicy.
+const (
+	// EnvCore passes only the variables that programs need to run and find their toolchains.
+	EnvCore = "core"
+	// EnvAll passes every variable except those that look like credentials.
+	EnvAll = "all"
+)
+
+// ParseEnvMode checks an environment mode given by a user (say, --env-mode) and returns it.
+func ParseEnvMode(s string) (string, error) {
+	switch s {
+	case EnvCore, EnvAll:
+		return s, nil
 	}
-	return safe
+	return "", fmt.Errorf("unknown environment mode %q: want %q (only the variables programs need) or %q (all but those that look like credentials)", s, EnvCore, EnvAll)
 }
 
-// isSecretName applies SafeEnv's rule to an upper-cased variable name.
-func isSecretName(upper string) bool {
-	for _, suffix := range []string{"_KEY", "_KEY_ID", "_TOKEN", "_PASS", "_PASSWD"} {
-		if strings.HasSuffix(upper, suffix) {
+// EnvPolicy decides which of this process's environment variables a command sees. Commands run code
+// the model wrote, so they must not receive secrets.
+type EnvPolicy struct {
+	// Mode is EnvCore or EnvAll; "" (or anything else) means EnvCore.
+	Mode string
+	// Pass names variables passed whatever the mode (--pass-env), compared exactly.
+	Pass []string
+}
+
+// coreNames are the variables EnvCore passes, none of which should hold a secret.
+var coreNames = []string{
+	// Where programs are and who and where the user is.
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR",
+	// Text and time: LANG, TZ and every LC_* (by prefix, below); TERM for programs that color output.
+	"LANG", "TZ", "TERM",
+	// The Python environment that "python" should mean; PYTHONPATH is left out, as it changes what a
+	// project imports from outside it (pass it to rely on it).
+	"VIRTUAL_ENV",
+	// Where Go finds its toolchain, module and build caches, and its flags (GOTOOLCHAIN=local stops
+	// toolchain downloads). GOPROXY is left out: it may carry credentials.
+	"GOROOT", "GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOTOOLCHAIN",
+	// Where Rust's and pyenv's toolchains and caches are.
+	"CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT",
+}
+
+// forcedEnv is set for every command, replacing inherited values, so that verification leaves no
+// __pycache__ or .pytest_cache behind in the repository.
+var forcedEnv = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider"}
+
+// Environ returns the environment for a command, from environ (os.Environ(), say): the variables the
+// policy passes and forcedEnv, sorted by name, each name once (the last entry wins), never nil (a nil
+// environment makes os/exec inherit everything). passed lists the names taken from environ, sorted, for
+// a record of what commands saw; it holds no values.
+//
+// EnvCore passes coreNames, every LC_* and the names in Pass. EnvAll passes everything except what
+// sensitiveName refuses, unless it is named in Pass.
+func (p EnvPolicy) Environ(environ []string) (env []string, passed []string) {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && name != "" && (slices.Contains(p.Pass, name) || p.admits(name)) {
+			vars[name] = value
+		}
+	}
+	for _, kv := range forcedEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		delete(vars, name)
+	}
+	passed = slices.AppendSeq(make([]string, 0, len(vars)), maps.Keys(vars))
+	slices.Sort(passed)
+	for _, kv := range forcedEnv {
+		name, value, _ := strings.Cut(kv, "=")
+		vars[name] = value
+	}
+	env = make([]string, 0, len(vars))
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, name+"="+vars[name])
+	}
+	return env, passed
+}
+
+// admits applies the mode to a name not named in Pass.
+func (p EnvPolicy) admits(name string) bool {
+	if p.Mode == EnvAll {
+		return !sensitiveName(name)
+	}
+	return slices.Contains(coreNames, name) || strings.HasPrefix(name, "LC_")
+}
+
+// Name rules of EnvAll, on upper-cased names.
+var (
+	// secretWords are parts of a name, split at '_', that mark a credential: GH_TOKEN, GH_PAT, STRIPE_KEY,
+	// NPM_CONFIG__AUTH, SMTP_PASS, SENTRY_DSN. Whole parts only, so that TOKENIZERS_PARALLELISM, KEYBOARD,
+	// PATH and PASSTHROUGH stay. URL and URI: connection strings (DATABASE_URL, REDIS_URL, MONGODB_URI)
+	// commonly carry a password. ASKPASS: SSH_ASKPASS and GIT_ASKPASS are programs that hand out
+	// passwords.
+	secretWords = []string{
+		"KEY", "KEYS", "TOKEN", "TOKENS", "PASS", "AUTH", "PAT", "DSN", "JWT", "CREDS", "COOKIE", "COOKIES",
+		"URL", "URI", "ASKPASS",
+	}
+	// secretInfixes mark a credential anywhere in a name, even run together as in PGPASSWORD.
+	secretInfixes = []string{"SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY"}
+	// providerPrefixes are the configuration of LLM providers: the harness's, not the project's.
+	providerPrefixes = []string{
+		"OPENAI_", "AZURE_OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_GENAI_", "MISTRAL_", "COHERE_", "GROQ_",
+		"DEEPSEEK_", "XAI_", "OPENROUTER_", "TOGETHER_",
+	}
+	// agentNames lead to agents and caches that sign or authenticate on request: the ssh and gpg agents,
+	// the session bus (which reaches the desktop keyring) and the Kerberos ticket cache.
+	agentNames = []string{"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS", "KRB5CCNAME"}
+)
+
+// sensitiveName reports whether EnvAll withholds the variable name, compared case-insensitively.
+func sensitiveName(name string) bool {
+	upper := strings.ToUpper(name)
+	if slices.Contains(agentNames, upper) {
+		return true
+	}
+	for _, part := range strings.Split(upper, "_") {
+		if slices.Contains(secretWords, part) {
 			return true
 		}
 	}
-	for _, part := range []string{"SECRET", "PASSWORD", "CREDENTIAL"} {
-		if strings.Contains(upper, part) {
+	for _, infix := range secretInfixes {
+		if strings.Contains(upper, infix) {
 			return true
 		}
 	}
-	return strings.HasPrefix(upper, "OPENAI_") || strings.HasPrefix(upper, "ANTHROPIC_")
+	for _, prefix := range providerPrefixes {
+		if strings.HasPrefix(upper, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,66 +2,207 @@ package proc
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
-func TestSafeEnv(t *testing.T) {
+// TestEnvPolicyNames checks each mode name by name, alone in the environment.
+func TestEnvPolicyNames(t *testing.T) {
 	tests := []struct {
-		name    string
-		environ []string
-		want    []string
+		name          string
+		inCore, inAll bool
 	}{
-		{"keeps ordinary variables in order", []string{"PATH=/bin", "HOME=/root", "LANG=C"}, []string{"PATH=/bin", "HOME=/root", "LANG=C"}},
-		{"drops secret suffixes", []string{"A_API_KEY=1", "GITHUB_TOKEN=2", "APP_SECRET=3", "DB_PASSWORD=4", "KEEP=5"}, []string{"KEEP=5"}},
-		{"suffixes ignore case", []string{"my_api_key=1", "Gh_Token=2", "x_secret=3", "y_Password=4"}, []string{}},
-		{"drops provider prefixes", []string{"OPENAI_BASE_URL=u", "ANTHROPIC_MODEL=m", "openai_org=o", "OPENAIX=keep"}, []string{"OPENAIX=keep"}},
-		{"matches the name only", []string{"NOTE=my_TOKEN", "TOKEN=bare", "TOKENS_USED=3"}, []string{"NOTE=my_TOKEN", "TOKEN=bare", "TOKENS_USED=3"}},
-		{"entry without '='", []string{"WEIRD", "X_TOKEN"}, []string{"WEIRD"}},
-		{"nil", nil, []string{}},
+		// The core set.
+		{"PATH", true, true},
+		{"HOME", true, true},
+		{"LANG", true, true},
+		{"LC_ALL", true, true},
+		{"LC_CTYPE", true, true},
+		{"LC_WHATEVER", true, true},
+		{"TERM", true, true},
+		{"TMPDIR", true, true},
+		{"USER", true, true},
+		{"LOGNAME", true, true},
+		{"SHELL", true, true},
+		{"TZ", true, true},
+		{"VIRTUAL_ENV", true, true},
+		{"GOROOT", true, true},
+		{"GOPATH", true, true},
+		{"GOCACHE", true, true},
+		{"GOMODCACHE", true, true},
+		{"GOFLAGS", true, true},
+		{"GOTOOLCHAIN", true, true},
+		{"CARGO_HOME", true, true},
+		{"RUSTUP_HOME", true, true},
+		{"PYENV_ROOT", true, true},
+		// Harmless, but not core.
+		{"PWD", false, true},
+		{"OLDPWD", false, true},
+		{"PYTHONPATH", false, true},
+		{"JAVA_HOME", false, true},
+		{"EDITOR", false, true},
+		{"path", false, true}, // names are case-sensitive; only EnvAll's refusals ignore case
+		// Near misses: a secret word inside a longer part.
+		{"TOKENIZERS_PARALLELISM", false, true},
+		{"KEYBOARD", false, true},
+		{"XKB_KEYMAP", false, true},
+		{"PASSTHROUGH", false, true},
+		{"BYPASS_CACHE", false, true},
+		{"COMPASS", false, true},
+		{"XAUTHORITY", false, true},
+		{"PATTERN", false, true},
+		{"MY_OPENAI_ORG", false, true},
+		{"OPENAIX", false, true},
+		{"XDG_SESSION_TYPE", false, true},
+		// The leaks of the old name rule.
+		{"DATABASE_URL", false, false},
+		{"SENTRY_DSN", false, false},
+		{"GH_PAT", false, false},
+		{"NPM_CONFIG__AUTH", false, false},
+		{"SSH_AUTH_SOCK", false, false},
+		// Each refusal.
+		{"AWS_SECRET_ACCESS_KEY", false, false},
+		{"AWS_ACCESS_KEY_ID", false, false},
+		{"AWS_SESSION_TOKEN", false, false},
+		{"GITHUB_TOKEN", false, false},
+		{"NPM_TOKEN", false, false},
+		{"HF_TOKEN", false, false},
+		{"SSH_KEYS", false, false},
+		{"STRIPE_KEY", false, false},
+		{"API_TOKENS", false, false},
+		{"SMTP_PASS", false, false},
+		{"NPM_CONFIG__AUTH_TOKEN", false, false},
+		{"SESSION_JWT", false, false},
+		{"REGISTRY_CREDS", false, false},
+		{"BROWSER_COOKIES", false, false},
+		{"REDIS_URL", false, false},
+		{"TEST_DATABASE_URL", false, false},
+		{"MONGODB_URI", false, false},
+		{"PIP_INDEX_URL", false, false},
+		{"GIT_ASKPASS", false, false},
+		{"PGPASSWORD", false, false},
+		{"MYSQL_ROOT_PASSWORD_FILE", false, false},
+		{"FTP_PASSWD", false, false},
+		{"GPG_PASSPHRASE", false, false},
+		{"CLIENT_SECRET_VALUE", false, false},
+		{"APPSECRET", false, false},
+		{"GOOGLE_APPLICATION_CREDENTIALS", false, false},
+		{"SENDGRID_APIKEY", false, false},
+		{"OPENAI_BASE_URL", false, false},
+		{"OPENAI_ORG_ID", false, false},
+		{"AZURE_OPENAI_ENDPOINT", false, false},
+		{"ANTHROPIC_MODEL", false, false},
+		{"GEMINI_MODEL", false, false},
+		{"GPG_AGENT_INFO", false, false},
+		{"DBUS_SESSION_BUS_ADDRESS", false, false},
+		{"KRB5CCNAME", false, false},
+		// Case does not matter to the refusals.
+		{"gh_pat", false, false},
+		{"Database_Url", false, false},
+		{"pgpassword", false, false},
+		{"openai_api_base", false, false},
+		{"ssh_auth_sock", false, false},
+	}
+	for _, tt := range tests {
+		for _, mode := range []string{EnvCore, EnvAll} {
+			want := tt.inCore
+			if mode == EnvAll {
+				want = tt.inAll
+			}
+			env, passed := EnvPolicy{Mode: mode}.Environ([]string{tt.name + "=v"})
+			got := slices.Contains(env, tt.name+"=v")
+			if got != want || slices.Contains(passed, tt.name) != want {
+				t.Errorf("mode %s: %s passed = %v (env %q, passed %q), want %v", mode, tt.name, got, env, passed, want)
+			}
+		}
+	}
+}
+
+func TestEnvPolicyEnviron(t *testing.T) {
+	forced := []string{"PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider"}
+	tests := []struct {
+		name       string
+		policy     EnvPolicy
+		environ    []string
+		wantEnv    []string
+		wantPassed []string
+	}{
+		{"empty mode is core", EnvPolicy{}, []string{"PATH=/bin", "FOO=1"},
+			[]string{"PATH=/bin", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"PATH"}},
+		{"sorted by name", EnvPolicy{Mode: EnvAll}, []string{"ZED=1", "PATH=/bin", "A_B=2", "AB=3"},
+			[]string{"AB=3", "A_B=2", "PATH=/bin", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1", "ZED=1"},
+			[]string{"AB", "A_B", "PATH", "ZED"}},
+		{"pass in core", EnvPolicy{Pass: []string{"DATABASE_URL", "FOO", "ABSENT"}}, []string{"DATABASE_URL=postgres://u:p@h/db", "FOO=1", "BAR=2"},
+			[]string{"DATABASE_URL=postgres://u:p@h/db", "FOO=1", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"},
+			[]string{"DATABASE_URL", "FOO"}},
+		{"pass in all overrides a refusal", EnvPolicy{Mode: EnvAll, Pass: []string{"GH_PAT"}}, []string{"GH_PAT=ghp_x", "GH_TOKEN=t"},
+			[]string{"GH_PAT=ghp_x", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"GH_PAT"}},
+		{"pass matches exactly", EnvPolicy{Pass: []string{"gh_pat"}}, []string{"GH_PAT=ghp_x"}, forcedSorted(forced), []string{}},
+		{"forced values replace inherited ones", EnvPolicy{Mode: EnvAll, Pass: []string{"PYTEST_ADDOPTS"}},
+			[]string{"PYTHONDONTWRITEBYTECODE=0", "PYTEST_ADDOPTS=-x", "HOME=/h"},
+			[]string{"HOME=/h", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"HOME"}},
+		{"the last of duplicates wins", EnvPolicy{}, []string{"PATH=/a", "PATH=/b"},
+			[]string{"PATH=/b", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"PATH"}},
+		{"entries without a name or '=' dropped", EnvPolicy{Mode: EnvAll}, []string{"WEIRD", "=C:=x", "A=x=y"},
+			[]string{"A=x=y", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"A"}},
+		{"refusals look at the name only", EnvPolicy{Mode: EnvAll}, []string{"NOTE=my_TOKEN"},
+			[]string{"NOTE=my_TOKEN", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"NOTE"}},
+		{"nil environ", EnvPolicy{}, nil, forcedSorted(forced), []string{}},
+		{"unknown mode is core", EnvPolicy{Mode: "everything"}, []string{"FOO=1"}, forcedSorted(forced), []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := SafeEnv(tt.environ)
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("SafeEnv(%q) = %q, want %q", tt.environ, got, tt.want)
+			env, passed := tt.policy.Environ(tt.environ)
+			if !slices.Equal(env, tt.wantEnv) || !slices.Equal(passed, tt.wantPassed) {
+				t.Errorf("%+v.Environ(%q) = %q, %q; want %q, %q", tt.policy, tt.environ, env, passed, tt.wantEnv, tt.wantPassed)
 			}
-			// A nil result would make os/exec pass the unfiltered environment on.
-			if got == nil {
-				t.Errorf("SafeEnv(%q) = nil, want a non-nil slice", tt.environ)
+			if env == nil {
+				t.Errorf("%+v.Environ(%q) = nil: os/exec would pass the whole environment on", tt.policy, tt.environ)
+			}
+			// The same variables in another order give the same result.
+			reversed := slices.Clone(tt.environ)
+			slices.Reverse(reversed)
+			if !hasDuplicateNames(tt.environ) {
+				if again, _ := tt.policy.Environ(reversed); !slices.Equal(again, env) {
+					t.Errorf("%+v.Environ(%q) = %q, but %q in the other order", tt.policy, reversed, again, env)
+				}
 			}
 		})
 	}
 }
 
-// TestSafeEnvNames checks the rule name by name, both ways.
-func TestSafeEnvNames(t *testing.T) {
-	dropped := []string{
-		// Real credentials the first rule missed.
-		"AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID", "AWS_SESSION_TOKEN", "PGPASSWORD", "AZURE_OPENAI_KEY",
-		"MY_SECRET_KEY", "DB_PASS", "GH_TOKEN", "GITHUB_TOKEN", "NPM_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS",
-		// Each part of the rule.
-		"STRIPE_KEY", "SSH_PRIVATE_KEY", "OPENAI_API_KEY", "MINIO_KEY_ID", "HF_TOKEN", "SMTP_PASS", "FTP_PASSWD",
-		"SECRET", "CLIENT_SECRET_VALUE", "PASSWORD", "MYSQL_ROOT_PASSWORD_FILE", "CREDENTIALS", "AWS_SHARED_CREDENTIALS_FILE",
-		"OPENAI_BASE_URL", "OPENAI_ORG_ID", "ANTHROPIC_MODEL",
-		// Case does not matter.
-		"aws_secret_access_key", "Gh_Token", "pgpassword", "Db_Pass", "openai_base_url", "google_application_credentials",
-	}
-	kept := []string{
-		"PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "SHELL", "TMPDIR", "PWD",
-		"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHASHSEED", "GOPATH", "GOCACHE", "GOFLAGS", "NODE_PATH", "JAVA_HOME",
-		// Near misses: KEY, TOKEN, PASS or a prefix elsewhere in the name.
-		"KEYBOARD", "KEY", "KEYMAP", "XKB_KEYMAP", "KEY_FILE_DIR", "MONKEY_KEYS", "TOKEN", "TOKENS_USED",
-		"TOKENIZERS_PARALLELISM", "PASS", "PASSTHROUGH", "BYPASS_CACHE", "COMPASS", "SSH_KEYS_DIR",
-		"OPENAI", "OPENAIX", "ANTHROPIC", "MY_OPENAI_ORG",
-	}
-	for _, name := range dropped {
-		if got := SafeEnv([]string{name + "=v"}); len(got) != 0 {
-			t.Errorf("SafeEnv kept %s, want it dropped", name)
+func forcedSorted(forced []string) []string {
+	s := slices.Clone(forced)
+	slices.Sort(s)
+	return s
+}
+
+func hasDuplicateNames(environ []string) bool {
+	seen := map[string]bool{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if seen[name] {
+			return true
 		}
+		seen[name] = true
 	}
-	for _, name := range kept {
-		if got := SafeEnv([]string{name + "=v"}); len(got) != 1 {
-			t.Errorf("SafeEnv dropped %s, want it kept", name)
+	return false
+}
+
+func TestParseEnvMode(t *testing.T) {
+	tests := []struct {
+		in, want, wantErr string
+	}{
+		{"core", EnvCore, ""},
+		{"all", EnvAll, ""},
+		{"", "", `unknown environment mode "": want "core"`},
+		{"ALL", "", `unknown environment mode "ALL"`},
+		{"none", "", `unknown environment mode "none"`},
+	}
+	for _, tt := range tests {
+		got, err := ParseEnvMode(tt.in)
+		if got != tt.want || (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("ParseEnvMode(%q) = %q, %v; want %q, %q", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
 }

@@ -25,7 +25,8 @@ var subreaper atomic.Bool
 var children = struct {
 	sync.Mutex
 	active map[int]uint64
-}{active: map[int]uint64{}}
+	finder childFinder
+}{active: map[int]uint64{}, finder: childFinder{childless: true}}
 
 const (
 	maxReapRounds = 10                    // each round kills one more generation of orphans
@@ -54,17 +55,19 @@ func BecomeSubreaper() error {
 	return nil
 }
 
-// startTracked starts cmd and records it as a running child.
-func startTracked(cmd *exec.Cmd) error {
+// startTracked starts cmd, records it as a running child and returns its start time in clock ticks
+// since boot, 0 if that cannot be read.
+func startTracked(cmd *exec.Cmd) (uint64, error) {
 	children.Lock()
 	defer children.Unlock()
+	children.finder.starting(len(children.active) == 0)
 	if err := cmd.Start(); err != nil {
-		return err
+		return 0, err
 	}
 	// Read before Wait can reap it; 0, if that fails, spares every orphan while the command runs.
-	start, _ := startTime(cmd.Process.Pid)
+	start, _ := StartTicks(cmd.Process.Pid)
 	children.active[cmd.Process.Pid] = start
-	return nil
+	return start, nil
 }
 
 // untrack forgets a child once Wait has reaped it.
@@ -102,8 +105,12 @@ func reapRound() (found, reaped int) {
 	for _, start := range children.active {
 		spareFrom = min(spareFrom, start)
 	}
+	kids, ok := children.finder.children(os.Getpid())
+	if ok {
+		children.finder.scanned(len(children.active) == 0, len(kids))
+	}
 	var orphans []int
-	for _, c := range childrenOf(os.Getpid()) {
+	for _, c := range kids {
 		if _, running := children.active[c.pid]; !running && c.start < spareFrom {
 			orphans = append(orphans, c.pid)
 		}
@@ -141,7 +148,7 @@ func reap(pid int, deadline time.Time) bool {
 	}
 }
 
-// child is a child process found by childrenOf.
+// child is a child process found by childFinder.children.
 type child struct {
 	pid   int
 	start uint64 // clock ticks since boot

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,25 +221,23 @@ func waitForFile(t *testing.T, path string) {
 func TestParseStat(t *testing.T) {
 	const rest = " 4194304 101 0 0 0 0 0 0 0 20 0 1 0 387044 3133440 413 18446744073709551615 0 0 0 0 0 0 0 0 0 17 0 0"
 	tests := []struct {
-		stat  string
-		ppid  int
-		start uint64
-		ok    bool
+		stat string
+		want procStat
+		ok   bool
 	}{
-		{"9314 (cat) R 9270 9270 10083 0 -1" + rest, 9270, 387044, true},
-		{"9314 (a) b (c)) Z 1 2 3 0 -1" + rest, 1, 387044, true},
-		{"9314 (x) R 1 2 3", 0, 0, false},
-		{"garbage", 0, 0, false},
+		{"9314 (cat) R 9270 9271 10083 0 -1" + rest, procStat{state: 'R', ppid: 9270, pgid: 9271, start: 387044}, true},
+		{"9314 (a) b (c)) Z 1 2 3 0 -1" + rest, procStat{state: 'Z', ppid: 1, pgid: 2, start: 387044}, true},
+		{"9314 (x) R 1 2 3", procStat{}, false},
+		{"garbage", procStat{}, false},
 	}
 	for _, tt := range tests {
-		ppid, start, ok := parseStat(tt.stat)
-		if ppid != tt.ppid || start != tt.start || ok != tt.ok {
-			t.Errorf("parseStat(%q) = %d, %d, %v; want %d, %d, %v", tt.stat, ppid, start, ok, tt.ppid, tt.start, tt.ok)
+		if got, ok := parseStat(tt.stat); got != tt.want || ok != tt.ok {
+			t.Errorf("parseStat(%q) = %+v, %v; want %+v, %v", tt.stat, got, ok, tt.want, tt.ok)
 		}
 	}
-	self, ok := startTime(os.Getpid())
+	self, ok := StartTicks(os.Getpid())
 	if !ok || self == 0 {
-		t.Errorf("startTime(self) = %d, %v; want a positive time", self, ok)
+		t.Errorf("StartTicks(self) = %d, %v; want a positive time", self, ok)
 	}
 }
 
@@ -253,4 +252,75 @@ func readPid(t *testing.T, path string) int {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return pid
+}
+
+func TestPidSnapshotSuspects(t *testing.T) {
+	base := &pidSnapshot{pids: []int{1, 100, 500, 900}, lastPid: 500, tasks: 10, forks: 1000, pidMax: 32768}
+	all := []int{1, 100, 500, 600, 900}
+	tests := []struct {
+		name string
+		base *pidSnapshot
+		now  pidSnapshot
+		want []int
+	}{
+		{"no baseline", nil, pidSnapshot{pids: all, lastPid: 600, forks: 1001, pidMax: 32768}, all},
+		{"a new pid", base, pidSnapshot{pids: all, lastPid: 600, forks: 1001, pidMax: 32768}, []int{600}},
+		{"nothing new", base, pidSnapshot{pids: []int{1, 100, 900}, lastPid: 500, forks: 1000, pidMax: 32768}, nil},
+		// 900 may have exited and been allocated again: the allocator went past it.
+		{"a pid maybe reused", base, pidSnapshot{pids: []int{1, 100, 900}, lastPid: 901, forks: 1050, pidMax: 32768}, []int{900}},
+		{"allocator wrapped to the start", base, pidSnapshot{pids: all, lastPid: 350, forks: 1100, pidMax: 32768}, []int{1, 100, 600, 900}},
+		// (32768-300-10)/2 = 16229 forks can go all the way round.
+		{"enough forks to go round", base, pidSnapshot{pids: all, lastPid: 500, forks: 1000 + 16229, pidMax: 32768}, all},
+		{"just too few forks to go round", base, pidSnapshot{pids: all, lastPid: 500, forks: 1000 + 16228, pidMax: 32768}, []int{600}},
+		{"pid_max changed", base, pidSnapshot{pids: all, lastPid: 600, forks: 1001, pidMax: 4194304}, all},
+		{"fork count went back", base, pidSnapshot{pids: all, lastPid: 600, forks: 999, pidMax: 32768}, all},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.now.suspects(tt.base); !slices.Equal(got, tt.want) {
+				t.Errorf("suspects = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestChildFinderWithoutChildFiles checks the search for children on kernels that do not list them: a
+// child started after the baseline is found, and the processes of the baseline are not even read.
+func TestChildFinderWithoutChildFiles(t *testing.T) {
+	if err := BecomeSubreaper(); err != nil {
+		t.Fatal(err)
+	}
+	f := &childFinder{probed: true, childFiles: false, childless: true}
+	f.starting(true)
+	if f.base == nil {
+		t.Fatal("starting took no baseline")
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	start, _ := StartTicks(cmd.Process.Pid)
+	kids, ok := f.children(os.Getpid())
+	if !ok || !slices.Contains(kids, child{pid: cmd.Process.Pid, start: start}) {
+		t.Errorf("children = %v, %v; want %d, started at %d, among them", kids, ok, cmd.Process.Pid, start)
+	}
+	now, err := takeSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if suspects := now.suspects(f.base); slices.Contains(suspects, os.Getppid()) || slices.Contains(suspects, os.Getpid()) {
+		t.Errorf("suspects %v include this process or its parent, which the baseline has", suspects)
+	}
+
+	f.scanned(true, len(kids))
+	f.starting(true)
+	if f.childless {
+		t.Errorf("childless after a start")
+	}
+	f.scanned(true, 0)
+	if !f.childless {
+		t.Errorf("not childless after a scan that found no child while no command ran")
+	}
 }

@@ -44,11 +44,17 @@ type Spec struct {
 	Timeout time.Duration // 0 means no timeout
 	Stdout  string        // file path that receives stdout (created/truncated, 0644); "" = discard
 	Stderr  string        // same for stderr; the same path as Stdout interleaves both in one file
-	Env     []string      // environment; nil means SafeEnv(os.Environ())
+	Env     []string      // environment; nil means EnvPolicy{}.Environ(os.Environ()): the core variables
 	// MaxOutputBytes caps the size of each output file; 0 (or less) means no cap. While the command
 	// runs, the files are checked every 50ms, and once one passes the cap the process group is killed
 	// and the file is truncated to the cap. DefaultMaxOutputBytes is a good value.
 	MaxOutputBytes int64
+	// OnStart, if not nil, is called once the command has started and before Run waits for it, with
+	// its process group (its pid, as it leads its own group) and its start time in clock ticks since
+	// boot (0 if it could not be read; always 0 off Linux). A caller can journal them, so that after
+	// a crash KillGroupIfSame can kill the group without risk of hitting a reused pid. The command
+	// runs meanwhile, and its timeout counts.
+	OnStart func(pgid int, startTicks uint64)
 }
 
 // Result is how a command ended.
@@ -102,7 +108,7 @@ func run(ctx context.Context, s Spec, res *Result) string {
 	defer limitCancel(nil)
 	env := s.Env
 	if env == nil {
-		env = SafeEnv(os.Environ())
+		env, _ = EnvPolicy{}.Environ(os.Environ())
 	}
 	cmd := command(runCtx, s.Dir, s.Argv, env)
 
@@ -146,7 +152,7 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		watch = nil
 	}
 
-	err = wait(cmd, watch)
+	err = wait(cmd, s.OnStart, watch)
 	if over == nil {
 		over = overLimit(outputs, s.MaxOutputBytes)
 	}
@@ -277,7 +283,7 @@ func Output(ctx context.Context, dir string, argv []string, env []string) ([]byt
 	cmd := command(ctx, dir, argv, env)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	runErr := wait(cmd, nil)
+	runErr := wait(cmd, nil, nil)
 	out, err := readAll(stdout)
 	if err != nil && runErr == nil {
 		return nil, fail(fmt.Errorf("cannot read stdout: %w", err))
@@ -360,10 +366,11 @@ func command(ctx context.Context, dir string, argv, env []string) *exec.Cmd {
 
 // wait starts cmd and waits for it, then kills whatever is left of its process group so that background
 // grandchildren cannot keep running (and changing the repository) after the command has returned, and
-// then, in a subreaper, the orphans that escaped the group. If watch is not nil, it runs while the
-// command does, until stop is closed.
-func wait(cmd *exec.Cmd, watch func(stop <-chan struct{})) error {
-	if err := startTracked(cmd); err != nil {
+// then, in a subreaper, the orphans that escaped the group. If onStart is not nil, it is called once
+// the command has started. If watch is not nil, it runs while the command does, until stop is closed.
+func wait(cmd *exec.Cmd, onStart func(pgid int, startTicks uint64), watch func(stop <-chan struct{})) error {
+	start, err := startTracked(cmd)
+	if err != nil {
 		return err
 	}
 	var watcher sync.WaitGroup
@@ -371,7 +378,10 @@ func wait(cmd *exec.Cmd, watch func(stop <-chan struct{})) error {
 	if watch != nil {
 		watcher.Go(func() { watch(stop) })
 	}
-	err := cmd.Wait()
+	if onStart != nil {
+		onStart(cmd.Process.Pid, start)
+	}
+	err = cmd.Wait()
 	close(stop)
 	watcher.Wait()
 	// While any member is alive the kernel cannot reuse the group's id, so the signal reaches only
