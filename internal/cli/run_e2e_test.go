@@ -428,10 +428,11 @@ func TestRunRestoresOverwrittenIgnoredFile(t *testing.T) {
 
 func TestRunRecordReplayReproducesArtifacts(t *testing.T) {
 	transcript := filepath.Join(t.TempDir(), "transcript.jsonl")
-	// A model error, then code whose traceback names a file by its absolute
-	// path, then a pass: the retry prompts must not depend on where the repo is.
+	// A reply that is not a proposal, then code whose traceback names a file
+	// by its absolute path, then a pass: the retry prompts must not depend on
+	// where the repo is.
 	calcRaises := calcV1 + "\n\ndef multiply(a, b):\n    raise ValueError('nope')\n"
-	rec := newFixture(t, workOrder(), badRequest(), good(calcRaises), good(calcV2))
+	rec := newFixture(t, workOrder(), llmtest.Reply{Content: "I cannot do that."}, good(calcRaises), good(calcV2))
 	res := rec.run(t, "--record", transcript, "--max-attempts", "3")
 	if res.code != ExitPass {
 		t.Fatalf("recording run: exit %d\n%s", res.code, res.stderr)

@@ -117,7 +117,7 @@ func (p *python3Inspector) Inspect(ctx context.Context, code string) (PythonInfo
 	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
 	defer cancel()
 	argv := []string{p.bin, "-I", "-S", "-X", "utf8", "-c", inspectScript, code}
-	out, err := proc.Output(ctx, "", argv, proc.SafeEnv(os.Environ()))
+	out, err := proc.Output(ctx, "", argv, coreEnv())
 	if err != nil {
 		return PythonInfo{}, inspectError(p.bin, err)
 	}
@@ -164,4 +164,11 @@ func cloneInfo(info PythonInfo) PythonInfo {
 	}
 	info.Imports = imps
 	return info
+}
+
+// coreEnv is the environment python3 runs with: the core set only, as for
+// any command that reads model-written code.
+func coreEnv() []string {
+	env, _ := proc.EnvPolicy{}.Environ(os.Environ())
+	return env
 }
