@@ -80,6 +80,9 @@ func TestRunRefusesSubmodules(t *testing.T) {
 	head := git(t, f.repo, "rev-parse", "HEAD")
 	git(t, f.repo, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/sub")
 	git(t, f.repo, "commit", "-q", "-m", "submodule")
+	if err := os.MkdirAll(filepath.Join(f.repo, "vendor", "sub"), 0o755); err != nil { // an unpopulated submodule
+		t.Fatal(err)
+	}
 	f.baseline = treeSnapshot(t, f.repo)
 	res := f.run(t)
 	if res.code != ExitUsage || !strings.Contains(res.stderr, "submodule") {
@@ -134,6 +137,7 @@ func TestRunLockHeld(t *testing.T) {
 	f := newFixture(t, wo, good(calcV2))
 	wt := filepath.Join(t.TempDir(), "wt")
 	git(t, f.repo, "worktree", "add", "-q", "-b", "feature", wt)
+	f.baseline = treeSnapshot(t, f.repo)
 	first := factoryCmd(t, []string{"OPENAI_API_KEY=k"}, "run", "--repo", f.repo, "--work-order", f.woPath,
 		"--out", f.out, "--llm-model", "m", "--llm-base-url", f.srv.URL, "--timeout-seconds", "2", "--max-attempts", "1")
 	if err := first.Start(); err != nil {

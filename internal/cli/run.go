@@ -135,6 +135,9 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	}
 	switch {
 	case err != nil:
+		if pe, ok := llm.AsProviderError(err); ok {
+			return &internalError{err: pe} // the one line with its hint, without the graph's wrapping
+		}
 		return &internalError{err: err}
 	case res.Verdict != factory.VerdictPass:
 		return failError{}

@@ -612,7 +612,11 @@ func TestRunUndoesWhatCommandsDo(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // a surviving daemon would write meanwhile
 	sameTree(t, f.baseline, treeSnapshot(t, f.repo))
-	rb := f.summary(t, res).Attempts[0].Rollback
+	a := f.summary(t, res).Attempts[0]
+	if a.FailureBrief == nil || a.FailureBrief.Stage != factory.StageGitMetadataChanged {
+		t.Errorf("brief = %+v, want stage %s", a.FailureBrief, factory.StageGitMetadataChanged)
+	}
+	rb := a.Rollback
 	if rb == nil || !slices.Contains(rb.RestoredFiles, ".env") || !slices.Contains(rb.RemovedFiles, ".git/hooks/pre-commit") {
 		t.Errorf("rollback record = %+v", rb)
 	}

@@ -31,7 +31,10 @@ type attempt struct {
 	// journaled is set once the journal covers this attempt: from then on
 	// the repo may differ from the baseline.
 	journaled bool
-	verify    []CmdResult
+	// metaRestored is what restoring git metadata right after a command did;
+	// the rollback record includes it.
+	metaRestored gitws.RollbackReport
+	verify       []CmdResult
 	accept    []CmdResult
 	brief     *FailureBrief
 	rollback  *RollbackRecord
@@ -324,6 +327,8 @@ func (r *Run) rollback(ctx context.Context, a *attempt) (RollbackRecord, error) 
 	if err != nil {
 		return RollbackRecord{}, err
 	}
+	rec.RemovedFiles = sortedCopy(append(rec.RemovedFiles, a.metaRestored.Removed...))
+	rec.RestoredFiles = sortedCopy(append(rec.RestoredFiles, a.metaRestored.Restored...))
 	if len(rec.UnrestoredFiles) > 0 {
 		r.progress("warning: a command changed ignored files that existed before the run and could not be restored: %s", summarize(rec.UnrestoredFiles, 5))
 	}

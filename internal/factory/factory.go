@@ -81,7 +81,7 @@ type Run struct {
 //
 // It takes the repository's lock (see gitws.Lock), which Execute releases;
 // a caller that does not Execute must call Close.
-func Preflight(ctx context.Context, opts Options) (r *Run, err error) {
+func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 	if opts.MaxAttempts < 1 {
 		return nil, preflightf("--max-attempts must be at least 1, got %d", opts.MaxAttempts)
 	}
@@ -90,7 +90,7 @@ func Preflight(ctx context.Context, opts Options) (r *Run, err error) {
 	}
 	// Work order commands first: they are the user's input, and checking
 	// them does not depend on the repository.
-	r = &Run{opts: opts}
+	r := &Run{opts: opts}
 	for i, c := range opts.WorkOrder.AcceptanceCommands {
 		argv, err := proc.ParseCommand(c)
 		if err != nil {
@@ -127,14 +127,6 @@ func Preflight(ctx context.Context, opts Options) (r *Run, err error) {
 		}
 		return nil, preflightf("repository %s: %v", repo.Root, err)
 	}
-	dirty, err := repo.Dirty(ctx)
-	if err != nil {
-		return nil, preflightf("repository %s: %v", repo.Root, err)
-	}
-	if len(dirty) > 0 {
-		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
-			repo.Root, summarize(dirty, 5))
-	}
 	hidden, submodules, err := repo.IndexProblems(ctx)
 	if err != nil {
 		return nil, preflightf("repository %s: %v", repo.Root, err)
@@ -146,6 +138,14 @@ func Preflight(ctx context.Context, opts Options) (r *Run, err error) {
 	if len(hidden) > 0 {
 		return nil, preflightf("repository %s has files marked skip-worktree or assume-unchanged (a sparse checkout?), which git's reset cannot restore, so a rollback could not be exact: %s",
 			repo.Root, summarize(hidden, 5))
+	}
+	dirty, err := repo.Dirty(ctx)
+	if err != nil {
+		return nil, preflightf("repository %s: %v", repo.Root, err)
+	}
+	if len(dirty) > 0 {
+		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
+			repo.Root, summarize(dirty, 5))
 	}
 	if r.baseline, err = repo.Snapshot(ctx); err != nil {
 		return nil, preflightf("repository %s: %v", repo.Root, err)

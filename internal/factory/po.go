@@ -143,9 +143,12 @@ func (r *Run) checkMeta(a *attempt, name string, argv []string) error {
 	if len(changed) == 0 {
 		return nil
 	}
-	if _, err := r.repo.RestoreMeta(r.baseline); err != nil {
+	rep, err := r.repo.RestoreMeta(r.baseline)
+	if err != nil {
 		return fmt.Errorf("restore git metadata changed by %s: %w", name, err)
 	}
+	a.metaRestored.Removed = append(a.metaRestored.Removed, rep.Removed...)
+	a.metaRestored.Restored = append(a.metaRestored.Restored, rep.Restored...)
 	cmd := quoteArgv(argv)
 	a.brief = newBrief(StageGitMetadataChanged, &cmd, nil, fmt.Sprintf(
 		"%s changed git metadata, which commands must never touch: %s. It was restored; the attempt fails and is not retried.",

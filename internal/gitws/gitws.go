@@ -3,7 +3,6 @@ package gitws
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/factory-harness/factory/internal/proc"
 )
@@ -495,9 +495,11 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 }
 
 // unlockDirs gives the owner full access (u+rwx) to every directory at or
-// below rel that lacks it, skipping .git, so that git can list and reset
-// what is inside and Rollback can remove it. restoreModes puts the baseline
-// modes back afterwards; directories the attempt created are removed.
+// below rel that lacks it and was not so at baseline, skipping .git, so
+// that git can list and reset what is inside and Rollback can remove it.
+// restoreModes puts the baseline modes back afterwards; directories the
+// attempt created are removed. A directory locked at baseline stays locked:
+// what is inside was never seen, so nothing there may be judged new.
 func (r *Repo) unlockDirs(rel string, b Baseline) []error {
 	var errs []error
 	entries, err := os.ReadDir(r.abs(rel))
@@ -512,7 +514,14 @@ func (r *Repo) unlockDirs(rel string, b Baseline) []error {
 			continue
 		}
 		p := path.Join(rel, e.Name())
-		if info, err := e.Info(); err == nil && info.Mode().Perm()&0o700 != 0o700 {
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if want, ok := b.Modes[p]; ok && want == permBits(info.Mode()) && want&0o700 != 0o700 {
+			continue
+		}
+		if info.Mode().Perm()&0o700 != 0o700 {
 			if err := os.Chmod(r.abs(p), permBits(info.Mode())|0o700); err != nil {
 				errs = append(errs, fmt.Errorf("make directory %s accessible: %w", p, err))
 				continue
@@ -523,43 +532,71 @@ func (r *Repo) unlockDirs(rel string, b Baseline) []error {
 	return errs
 }
 
-// restoreModes gives every file and directory of b.Modes that still exists
-// its baseline permission bits: git rewrites files with the default modes,
-// and a command may have run chmod. Directories go last, deepest first, so
-// that each stays accessible while its content is fixed.
+// restoreModes walks the work tree (not .git, not what b keeps: baseline
+// ignored paths and nested repositories) after the removals: every file and
+// directory of b.Modes gets its baseline permission bits back (git rewrites
+// files with default modes; commands run chmod), and directories that were
+// not there at baseline and are now empty are removed (a command's mkdir;
+// git does not list empty directories). Directories are handled last,
+// deepest first, so each stays accessible while its content is fixed. A
+// Baseline without Modes (built by hand) leaves everything as it is.
 func (r *Repo) restoreModes(b Baseline) []error {
-	var errs []error
-	paths := make([]string, 0, len(b.Modes))
-	for p := range b.Modes {
-		paths = append(paths, p)
+	if b.Modes == nil {
+		return nil
 	}
-	slices.SortFunc(paths, func(x, y string) int {
-		return cmp.Or(strings.Count(y, "/")-strings.Count(x, "/"), strings.Compare(x, y))
-	})
+	var errs []error
 	var dirs []string
-	for _, p := range paths {
-		info, err := os.Lstat(r.abs(p))
-		if err != nil || info.Mode()&fs.ModeSymlink != 0 {
-			continue
+	var walk func(rel string)
+	walk = func(rel string) {
+		entries, err := os.ReadDir(r.abs(rel))
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("read directory %s: %w", rel, err))
+			}
+			return
 		}
-		if info.IsDir() {
-			dirs = append(dirs, p)
-			continue
-		}
-		if permBits(info.Mode()) != b.Modes[p] {
-			if err := os.Chmod(r.abs(p), b.Modes[p]); err != nil {
-				errs = append(errs, fmt.Errorf("restore mode of %s: %w", p, err))
+		for _, e := range entries {
+			p := path.Join(rel, e.Name())
+			if e.Name() == ".git" || e.Type()&fs.ModeSymlink != 0 || b.IsIgnored(p+"/") {
+				continue
+			}
+			if e.IsDir() {
+				if want, ok := b.Modes[p]; !ok || want&0o500 == 0o500 {
+					walk(p) // a directory its owner could not read at baseline was never seen inside
+				}
+				dirs = append(dirs, p)
+				continue
+			}
+			want, ok := b.Modes[p]
+			if info, err := e.Info(); ok && err == nil && permBits(info.Mode()) != want {
+				if err := os.Chmod(r.abs(p), want); err != nil {
+					errs = append(errs, fmt.Errorf("restore mode of %s: %w", p, err))
+				}
 			}
 		}
 	}
+	walk(".")
+	// walk appended children before their parents: deepest first already.
 	for _, p := range dirs {
-		if info, err := os.Lstat(r.abs(p)); err == nil && permBits(info.Mode()) != b.Modes[p] {
-			if err := os.Chmod(r.abs(p), b.Modes[p]); err != nil {
+		want, ok := b.Modes[p]
+		if !ok {
+			if err := os.Remove(r.abs(p)); err != nil && !isNotEmpty(err) && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove directory %s: %w", p, err))
+			}
+			continue
+		}
+		if info, err := os.Lstat(r.abs(p)); err == nil && permBits(info.Mode()) != want {
+			if err := os.Chmod(r.abs(p), want); err != nil {
 				errs = append(errs, fmt.Errorf("restore mode of %s: %w", p, err))
 			}
 		}
 	}
 	return errs
+}
+
+// isNotEmpty reports whether err says a directory still has entries.
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
 
 func (rep *RollbackReport) sort() {

@@ -114,7 +114,12 @@ func (r *Repo) RemoveJournal() error {
 	if err := os.Remove(r.JournalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove journal: %w", err)
 	}
-	return artifact.SyncDir(filepath.Dir(r.JournalPath()))
+	dir := filepath.Dir(r.JournalPath())
+	if err := artifact.SyncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	_ = os.Remove(dir) // when empty: a repository keeps no trace of a finished run
+	return nil
 }
 
 // The JSON form of a Baseline, for the journal: everything Rollback uses,

@@ -3,6 +3,7 @@ package gitws
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,47 +33,70 @@ func (e *LockedError) Error() string {
 
 // Lock is an exclusive lock on a repository, shared by all its linked
 // worktrees, held until Unlock or until the process dies (flock).
-type Lock struct{ f *os.File }
+type Lock struct {
+	f    *os.File
+	path string
+}
 
 // Lock takes the repository's lock without waiting: it returns a
 // *LockedError naming the holder's pid when another process has it. The
 // lock is an flock on <common git dir>/factory/lock, so the kernel releases
 // it when its holder dies, however it dies, and nothing can leave it stuck.
+// Unlock removes the file, so a repository keeps no trace of a run.
 func (r *Repo) Lock() (*Lock, error) {
 	dir := filepath.Join(r.CommonDir, FactoryDirName)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("lock repository: %w", err)
-	}
 	p := filepath.Join(dir, "lock")
-	// O_CLOEXEC (Go's default) keeps the lock out of the commands we run, so
-	// an orphan of theirs cannot hold it after we die.
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock repository: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		defer f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			data := make([]byte, 32)
-			n, _ := f.ReadAt(data, 0)
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(data[:n])))
-			return nil, &LockedError{Path: p, PID: pid}
+	// A holder removes the file as it unlocks; a lock taken on the removed
+	// file would exclude no one, so retry until the locked file is the one
+	// at p.
+	for range 100 {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("lock repository: %w", err)
 		}
-		return nil, fmt.Errorf("lock repository %s: %w", p, err)
+		// O_CLOEXEC (Go's default) keeps the lock out of the commands we
+		// run, so an orphan of theirs cannot hold it after we die.
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the directory went with the previous holder's unlock
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock repository: %w", err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			defer f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				data := make([]byte, 32)
+				n, _ := f.ReadAt(data, 0)
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(data[:n])))
+				return nil, &LockedError{Path: p, PID: pid}
+			}
+			return nil, fmt.Errorf("lock repository %s: %w", p, err)
+		}
+		held, err1 := f.Stat()
+		now, err2 := os.Stat(p)
+		if err1 != nil || err2 != nil || !os.SameFile(held, now) {
+			f.Close()
+			continue
+		}
+		if err := f.Truncate(0); err == nil {
+			_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		}
+		return &Lock{f: f, path: p}, nil
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return &Lock{f: f}, nil
+	return nil, fmt.Errorf("lock repository: %s keeps changing under us", p)
 }
 
-// Unlock releases the lock. The file stays: removing it would let a waiter
-// lock a file that a third process is about to replace.
+// Unlock removes the lock file and the factory directory if nothing else
+// is in it (a journal stays), then releases the lock.
 func (l *Lock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := l.f.Close()
+	err := os.Remove(l.path)
+	_ = os.Remove(filepath.Dir(l.path)) // fails while it holds anything else
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
 	l.f = nil
 	return err
 }
