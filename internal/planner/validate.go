@@ -73,7 +73,7 @@ type Result struct {
 	// Issues are the errors and warnings, ordered by work order index
 	// (plan-level issues first), then code, then field, then message.
 	Issues []Issue
-	// PythonErr is the first error of Env.Python itself (python3 missing or
+	// PythonErr is the error of Env.Python itself (python3 missing or
 	// broken, ctx done). Each python -c command it left unchecked has an
 	// E006 issue, so the plan fails closed; a caller should treat this as
 	// an environment problem rather than ask the model to fix the plan.
@@ -106,8 +106,8 @@ const MaxPlanBytes = 2 << 20
 // maxWorkOrders is the most ids WO-NN can number.
 const maxWorkOrders = 99
 
-// maxInspections bounds the distinct python -c codes one Validate checks:
-// each costs a python3 start, and a plan of MaxPlanBytes could hold
+// maxInspections bounds the distinct python -c codes one Validate checks,
+// and so the work and the feedback: a plan of MaxPlanBytes could hold
 // thousands. Real plans have a few dozen.
 const maxInspections = 256
 
@@ -137,7 +137,7 @@ var idPattern = regexp.MustCompile(`^WO-[0-9]{2}$`)
 // code, `python X.py` and `bash X`/`sh X`; not `python -m`, dynamic
 // imports or what scripts themselves import.
 func Validate(ctx context.Context, raw []byte, env Env) Result {
-	v := &validator{ctx: ctx, env: env, inspected: map[string]bool{}}
+	v := &validator{ctx: ctx, env: env}
 	m := v.plan(raw)
 	return Result{Manifest: m, Issues: v.sorted(), PythonErr: v.pythonErr}
 }
@@ -147,7 +147,6 @@ type validator struct {
 	env       Env
 	issues    []located
 	pythonErr error
-	inspected map[string]bool // distinct python -c codes passed to env.Python
 }
 
 // located is an issue with the index of its work order (-1: plan-level),
@@ -175,9 +174,11 @@ type order struct {
 
 // command is one acceptance command that parsed to an argv.
 type command struct {
-	argv   []string
-	banned bool        // E105: no dependency warnings on top
-	python *PythonInfo // inspection of python -c code, if done and it compiled
+	argv    []string
+	banned  bool        // E105: no dependency warnings on top
+	code    string      // the python -c code, when inspect is set
+	inspect bool        // the code is for Env.Python to check (see inspectAll)
+	python  *PythonInfo // inspection of python -c code, if done and it compiled
 }
 
 // plan checks the top level and returns the manifest if every part parsed.
@@ -209,6 +210,7 @@ func (v *validator) plan(raw []byte) *workorder.Manifest {
 			fatal = true
 		}
 	}
+	v.inspectAll(orders)
 	v.chain(orders, contract, !fatal)
 	if fatal || len(orders) == 0 {
 		return nil
@@ -521,27 +523,65 @@ func (v *validator) acceptance(idx int, woid, field, line string) command {
 		v.add(idx, "E006", woid, field, "the python -c code is %d bytes, over the %d that can be checked; put it in a test file listed in allowed_files and run that", len(code), MaxPythonCodeBytes)
 		return cmd
 	}
-	if v.pythonErr != nil {
-		v.add(idx, "E006", woid, field, "the python -c code was not checked: %v", v.pythonErr)
-		return cmd
+	cmd.code, cmd.inspect = code, true
+	return cmd
+}
+
+// inspectAll checks the python -c code of every order's commands in one
+// Env.Python call (E006) and keeps the verdicts for W101. Codes beyond the
+// first maxInspections distinct ones are E006 unchecked.
+func (v *validator) inspectAll(orders []*order) {
+	type pending struct {
+		o *order
+		k int
 	}
-	if !v.inspected[code] && len(v.inspected) >= maxInspections {
-		v.add(idx, "E006", woid, field, "the python -c code was not checked: the plan has more than %d different python -c codes; move checks into test files", maxInspections)
-		return cmd
+	var todo []pending
+	var codes []string
+	seen := map[string]bool{}
+	for _, o := range orders {
+		for k, c := range o.cmds {
+			if !c.inspect {
+				continue
+			}
+			if !seen[c.code] && len(seen) >= maxInspections {
+				v.add(o.idx, "E006", o.woid, fmt.Sprintf("acceptance_commands[%d]", k), "the python -c code was not checked: the plan has more than %d different python -c codes; move checks into test files", maxInspections)
+				continue
+			}
+			if !seen[c.code] {
+				seen[c.code] = true
+				codes = append(codes, c.code)
+			}
+			todo = append(todo, pending{o, k})
+		}
 	}
-	v.inspected[code] = true
-	info, err := v.env.Python.Inspect(v.ctx, code)
+	if len(codes) == 0 {
+		return
+	}
+	verdicts := map[string]PythonInfo{}
+	infos, err := v.env.Python.Inspect(v.ctx, codes)
+	if err == nil && len(infos) != len(codes) {
+		err = fmt.Errorf("the python inspector returned %d results for %d codes", len(infos), len(codes))
+	}
 	if err != nil {
 		v.pythonErr = err
-		v.add(idx, "E006", woid, field, "the python -c code was not checked: %v", err)
-		return cmd
+	} else {
+		for i, code := range codes {
+			verdicts[code] = infos[i]
+		}
 	}
-	if info.SyntaxError != "" {
-		v.add(idx, "E006", woid, field, "the python -c code does not compile: %s%s", info.SyntaxError, offendingLine(code, info.SyntaxError))
-		return cmd
+	for _, p := range todo {
+		cmd := &p.o.cmds[p.k]
+		field := fmt.Sprintf("acceptance_commands[%d]", p.k)
+		info := verdicts[cmd.code]
+		switch {
+		case err != nil:
+			v.add(p.o.idx, "E006", p.o.woid, field, "the python -c code was not checked: %v", err)
+		case info.SyntaxError != "":
+			v.add(p.o.idx, "E006", p.o.woid, field, "the python -c code does not compile: %s%s", info.SyntaxError, offendingLine(cmd.code, info.SyntaxError))
+		default:
+			cmd.python = &info
+		}
 	}
-	cmd.python = &info
-	return cmd
 }
 
 // offendingLine quotes the line a "line N: …" syntax error points at.

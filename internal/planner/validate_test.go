@@ -21,20 +21,30 @@ import (
 type fakePython struct {
 	err   error
 	mu    sync.Mutex
-	calls int
+	calls int // Inspect calls
+	codes int // codes passed to Inspect, in all calls
 }
 
 var fakeStdlib = map[string]bool{"os": true, "sys": true, "json": true, "math": true, "unittest": true, "pathlib": true}
 
-func (f *fakePython) Inspect(_ context.Context, code string) (PythonInfo, error) {
+func (f *fakePython) Inspect(_ context.Context, codes []string) ([]PythonInfo, error) {
 	f.mu.Lock()
 	f.calls++
+	f.codes += len(codes)
 	f.mu.Unlock()
 	if f.err != nil {
-		return PythonInfo{}, f.err
+		return nil, f.err
 	}
+	out := make([]PythonInfo, len(codes))
+	for i, code := range codes {
+		out[i] = f.inspect(code)
+	}
+	return out, nil
+}
+
+func (f *fakePython) inspect(code string) PythonInfo {
 	if strings.Contains(code, "SYNTAX") {
-		return PythonInfo{SyntaxError: "line 1: invalid syntax"}, nil
+		return PythonInfo{SyntaxError: "line 1: invalid syntax"}
 	}
 	var info PythonInfo
 	imp := func(module string, names []string) {
@@ -52,7 +62,7 @@ func (f *fakePython) Inspect(_ context.Context, code string) (PythonInfo, error)
 			imp(f[1], f[3:])
 		}
 	}
-	return info, nil
+	return info
 }
 
 // wo returns a valid work order WO-NN whose allowed file is fNN.py, changed
@@ -426,8 +436,8 @@ func TestValidateValidPlan(t *testing.T) {
 	if res.Manifest == nil || len(res.Manifest.WorkOrders) != 2 || res.Manifest.VerifyContract == nil {
 		t.Fatalf("manifest = %+v", res.Manifest)
 	}
-	if py.calls != 2 {
-		t.Errorf("inspector called %d times, want 2", py.calls)
+	if py.calls != 1 || py.codes != 2 {
+		t.Errorf("inspector called %d times with %d codes, want once with both codes", py.calls, py.codes)
 	}
 	// The manifest holds the orders as ParseWorkOrder returns them.
 	var top struct {
@@ -642,8 +652,8 @@ func TestValidateBoundsInspections(t *testing.T) {
 	}
 	py := &fakePython{}
 	res := Validate(context.Background(), plan(t, nil, orders...), Env{Python: py})
-	if py.calls != maxInspections {
-		t.Errorf("inspector called %d times, want %d", py.calls, maxInspections)
+	if py.calls != 1 || py.codes != maxInspections {
+		t.Errorf("inspector called %d times with %d codes, want once with %d", py.calls, py.codes, maxInspections)
 	}
 	errs := res.Errors()
 	if len(errs) != 300-maxInspections || !strings.Contains(errs[0].Message, "more than 256 different python -c codes") {
@@ -673,8 +683,12 @@ func TestValidateSyntaxErrorQuotesTheLine(t *testing.T) {
 
 type inspectorFunc func(code string) PythonInfo
 
-func (f inspectorFunc) Inspect(_ context.Context, code string) (PythonInfo, error) {
-	return f(code), nil
+func (f inspectorFunc) Inspect(_ context.Context, codes []string) ([]PythonInfo, error) {
+	out := make([]PythonInfo, len(codes))
+	for i, code := range codes {
+		out[i] = f(code)
+	}
+	return out, nil
 }
 
 func TestComputeVerifyExempt(t *testing.T) {
