@@ -185,6 +185,7 @@ func (p *python3Inspector) run(ctx context.Context, codes []string) ([]PythonInf
 	}
 	return infos, nil
 }
+
 // inspectError rewords a proc error without its argv, which holds the whole
 // script and code, keeping the *proc.RunError (and ctx errors) in the chain.
 func inspectError(bin string, err error) error {
