@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -245,20 +244,6 @@ func TestPlanRefusesExistingPlanWithoutOverwrite(t *testing.T) {
 	}
 }
 
-func TestValidateReportsErrors(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plan.json")
-	os.WriteFile(path, []byte(invalidPlan(t)), 0o644)
-	res := runFactory(t, nil, "validate", "--json", path)
-	if res.code != PlanExitValidation {
-		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
-	}
-	var issues []planner.Issue
-	if err := json.Unmarshal([]byte(res.stdout), &issues); err != nil || len(issues) == 0 || issues[0].Code != "E105" {
-		t.Errorf("issues = %+v (%v)", issues, err)
-	}
-}
-
 // TestPlannedWorkOrderRunsInTheFactory closes the loop: WO-01 as the planner
 // wrote it is executed by `factory run` against a fresh repository.
 func TestPlannedWorkOrderRunsInTheFactory(t *testing.T) {
@@ -319,7 +304,6 @@ func TestPlanUsageErrors(t *testing.T) {
 		{"empty spec file", []string{"plan", "--spec", os.DevNull, "--outdir", dir}, "is empty"},
 		{"template without placeholder", []string{"plan", "--spec", spec, "--outdir", dir, "--template", noPlaceholder}, "{{PRODUCT_SPEC}}"},
 		{"unknown flag", []string{"plan", "--nope"}, "unknown flag"},
-		{"validate needs a path", []string{"validate"}, "accepts 1 arg"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
