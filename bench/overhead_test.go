@@ -196,7 +196,7 @@ func newScriptedModel(tb testing.TB, repo string) scriptedModel {
 func options(tb testing.TB, repo, out, accept string, model llm.Model) factory.Options {
 	tb.Helper()
 	wo := &workorder.WorkOrder{
-		ID:                 "bench-" + accept,
+		ID:                 "WO-01",
 		Title:              "bench",
 		Intent:             "Overwrite one file.",
 		AllowedFiles:       []string{target},

@@ -127,9 +127,6 @@ func Run(ctx context.Context, args []string, env Env) int {
 	return exitCode(err, env.Stderr)
 }
 
-// usageExitAnnotation is obsolete (one exit-code scheme now); removed once plan and validate stop setting it.
-const usageExitAnnotation = "usage-exit-code"
-
 // exitError carries a command-specific exit code.
 type exitError struct {
 	code int

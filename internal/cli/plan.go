@@ -16,11 +16,6 @@ import (
 	"github.com/factory-harness/factory/internal/planner"
 )
 
-// PlanExitValidation is the exit code of `factory validate` when the plan
-// has errors. `factory plan` itself uses the codes every command shares
-// (ExitPass, ExitFail, ExitUsage, ExitInternal).
-const PlanExitValidation = 2
-
 type planOptions struct {
 	spec, outdir, template, artifactsDir, repo string
 	overwrite, printSummary                    bool

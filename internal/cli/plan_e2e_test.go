@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -246,20 +245,6 @@ func TestPlanRefusesExistingPlanWithoutOverwrite(t *testing.T) {
 	}
 	if res := f.run(t, "--no-review", "--overwrite"); res.code != 0 {
 		t.Fatalf("--overwrite: exit %d\n%s", res.code, res.stderr)
-	}
-}
-
-func TestValidateReportsErrors(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plan.json")
-	os.WriteFile(path, []byte(invalidPlan(t)), 0o644)
-	res := runFactory(t, nil, "validate", "--json", path)
-	if res.code != PlanExitValidation {
-		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
-	}
-	var issues []planner.Issue
-	if err := json.Unmarshal([]byte(res.stdout), &issues); err != nil || len(issues) == 0 || issues[0].Code != "E105" {
-		t.Errorf("issues = %+v (%v)", issues, err)
 	}
 }
 

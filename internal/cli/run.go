@@ -95,7 +95,7 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	if err != nil {
 		return usagef("--env-policy: %v", err)
 	}
-	data, err := os.ReadFile(o.workOrder)
+	data, err := workorder.ReadFile(o.workOrder)
 	if err != nil {
 		return usagef("read work order: %v", err)
 	}

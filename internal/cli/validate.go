@@ -2,12 +2,21 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/factory-harness/factory/internal/planner"
 )
+
+// validateExitInvalid is the exit code of `factory validate` when it finds
+// errors. The others follow the one scheme: 0 no errors (warnings allowed),
+// 2 refused (usagef: bad flags, unreadable or missing input).
+const validateExitInvalid = 1
+
+// repoSkippedNote is printed when validate runs without --repo.
+const repoSkippedNote = "no --repo given: repository-dependent checks (E101 and E106 for files that must already exist, W101, verify_exempt) skipped"
 
 type validateOptions struct {
 	repo    string
@@ -25,21 +34,26 @@ DIR is a directory of WO-NN.json files (the verify_contract comes from its
 WORK_ORDERS_MANIFEST.json, if any); FILE is a manifest or a single work order.
 Users edit plans by hand; this is how they check them.
 
-Prints one line per error and warning ([CODE] WO-NN field: message), or a JSON list
-with --json. Exit codes: 0 no errors (warnings allowed), 1 usage error, 2 errors found.`,
-		Args:        cobra.ExactArgs(1),
-		Annotations: map[string]string{usageExitAnnotation: "1"},
+Without --repo the starting files are unknown, so the checks that depend on
+them (E101 and E106 for files that must already exist, W101, verify_exempt)
+are skipped.
+
+Prints one line per error and warning ([CODE] WO-NN field: message), or
+{"errors": [...], "warnings": [...]} with --json. Exit codes: 0 no errors
+(warnings allowed), 1 errors found, 2 usage error, unreadable or missing input,
+or python3 missing or broken.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runValidate(cmd, o, args[0], env)
 		},
 	}
 	cmd.Flags().StringVar(&o.repo, "repo", "", "target git repository: its tracked files are the state preconditions are checked against")
-	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print the issues as a JSON list")
+	cmd.Flags().BoolVar(&o.jsonOut, "json", false, `print {"errors": [...], "warnings": [...]} as JSON`)
 	return cmd
 }
 
 func runValidate(cmd *cobra.Command, o *validateOptions, path string, env Env) error {
-	raw, err := planner.LoadPlan(path)
+	raw, lone, err := planner.LoadPlan(path)
 	if err != nil {
 		return usagef("read plan: %v", err)
 	}
@@ -47,29 +61,53 @@ func runValidate(cmd *cobra.Command, o *validateOptions, path string, env Env) e
 	if err != nil {
 		return err
 	}
-	res := planner.Validate(cmd.Context(), raw, planner.Env{RepoFiles: repoFiles, Python: planner.NewPython3Inspector()})
+	if o.repo == "" {
+		fmt.Fprintln(env.Stderr, repoSkippedNote)
+	}
+	res := planner.Validate(cmd.Context(), raw, planner.Env{
+		RepoFiles: repoFiles, RepoUnknown: o.repo == "", LoneOrder: lone, Python: planner.NewPython3Inspector(),
+	})
+	errs, warnings := res.Errors(), res.Warnings()
 	if o.jsonOut {
-		out, _ := json.MarshalIndent(res.Issues, "", "  ") // never nil
+		out, err := json.MarshalIndent(struct {
+			Errors   []planner.Issue `json:"errors"`
+			Warnings []planner.Issue `json:"warnings"`
+		}{errs, warnings}, "", "  ")
+		if err != nil {
+			return &internalError{err: fmt.Errorf("encode the result: %w", err)}
+		}
 		fmt.Fprintf(env.Stdout, "%s\n", out)
 	} else {
 		for _, i := range res.Issues {
 			fmt.Fprintf(env.Stdout, "%s\n", i)
 		}
 	}
+	if res.PythonErr != nil {
+		// The plan could not be checked, which says nothing about it.
+		return usagef("%s: cannot check the python -c acceptance commands: %v", path, res.PythonErr)
+	}
 	// verify_exempt switches global verification off; a hand edit must not
-	// do that silently.
-	if res.Manifest != nil {
+	// do that silently. Without --repo the starting files are unknown.
+	if res.Manifest != nil && o.repo != "" {
 		for i, wo := range planner.ComputeVerifyExempt(res.Manifest, repoFiles) {
 			if got := res.Manifest.WorkOrders[i].VerifyExempt; got != wo.VerifyExempt {
 				fmt.Fprintf(env.Stderr, "warning: %s verify_exempt is %v, but the verify_contract says %v\n", wo.ID, got, wo.VerifyExempt)
 			}
 		}
 	}
-	if n := len(res.Errors()); n > 0 {
-		return &exitError{code: PlanExitValidation, err: fmt.Errorf("%s: %d errors, %d warnings", path, n, len(res.Warnings()))}
+	if len(errs) > 0 {
+		return &exitError{code: validateExitInvalid, err: errors.New(path + ": " + plural(len(errs), "error") + ", " + plural(len(warnings), "warning"))}
 	}
 	if !o.jsonOut {
-		fmt.Fprintf(env.Stdout, "%s: valid (%d warnings)\n", path, len(res.Warnings()))
+		fmt.Fprintf(env.Stdout, "%s: valid (%s)\n", path, plural(len(warnings), "warning"))
 	}
 	return nil
+}
+
+// plural writes n and noun, plural unless n is 1: "1 warning", "2 warnings".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

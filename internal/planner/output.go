@@ -105,45 +105,58 @@ func WritePlan(dir string, m *workorder.Manifest, info CompileInfo) ([]string, e
 	return append(written, ManifestName), nil
 }
 
+// maxPlanFileBytes bounds a manifest file read by LoadPlan: a plan of
+// MaxPlanBytes plus room for the compile block, so that a plan just over the
+// limit is still read and reported as E000.
+const maxPlanFileBytes = MaxPlanBytes + 64*1024
+
 // LoadPlan reads a plan for `factory validate`: a manifest file (with or
 // without our "compile" provenance), a single work order file, or a
 // directory of WO-NN.json files (plus its manifest's verify_contract). It
-// returns the bytes of a plain manifest for Validate.
-func LoadPlan(path string) ([]byte, error) {
+// returns the bytes of a plain manifest for Validate, and whether they hold
+// a single work order file (see Env.LoneOrder). No file is read beyond its
+// limit: workorder.MaxWorkOrderBytes for a work order file, a little over
+// MaxPlanBytes for a manifest.
+func LoadPlan(path string) (raw []byte, lone bool, err error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !info.IsDir() {
-		data, err := os.ReadFile(path)
+		data, err := workorder.ReadLimited(path, maxPlanFileBytes, "plan")
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		return planBytes(data)
 	}
 	names, err := existingPlan(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var contract json.RawMessage
 	var orders []json.RawMessage
-	for _, name := range names { // ReadDir sorts by name: WO-01 … WO-NN
-		data, err := os.ReadFile(filepath.Join(path, name))
-		if err != nil {
-			return nil, err
-		}
+	for _, name := range names { // ReadDir sorts by name: WO-01 … WO-99
+		file := filepath.Join(path, name)
 		if name == ManifestName {
+			data, err := workorder.ReadLimited(file, maxPlanFileBytes, "plan")
+			if err != nil {
+				return nil, false, err
+			}
 			var top map[string]json.RawMessage
 			if err := json.Unmarshal(data, &top); err != nil {
-				return nil, fmt.Errorf("%s: not a JSON object: %w", name, err)
+				return nil, false, fmt.Errorf("%s: not a JSON object: %w", name, err)
 			}
 			contract = top["verify_contract"]
 			continue
 		}
+		data, err := workorder.ReadFile(file)
+		if err != nil {
+			return nil, false, err
+		}
 		// The file name is how users and `factory run` find an order.
 		var head struct{ ID any }
 		if json.Unmarshal(data, &head) == nil && head.ID != nil && head.ID != strings.TrimSuffix(name, ".json") {
-			return nil, fmt.Errorf("%s holds work order %v; name the file after its id", name, head.ID)
+			return nil, false, fmt.Errorf("%s holds work order %v; name the file after its id", name, head.ID)
 		}
 		orders = append(orders, data)
 	}
@@ -151,29 +164,32 @@ func LoadPlan(path string) ([]byte, error) {
 		if slices.Contains(names, ManifestName) {
 			return LoadPlan(filepath.Join(path, ManifestName))
 		}
-		return nil, fmt.Errorf("%s holds no WO-NN.json files and no %s", path, ManifestName)
+		return nil, false, fmt.Errorf("%s holds no WO-NN.json files and no %s", path, ManifestName)
 	}
-	return json.Marshal(map[string]any{"verify_contract": contract, "work_orders": orders})
+	raw, err = json.Marshal(map[string]any{"verify_contract": contract, "work_orders": orders})
+	return raw, false, err
 }
 
 // planBytes turns one file into a manifest: our manifest minus its
 // provenance, a plain manifest as is, or a lone work order wrapped.
-func planBytes(data []byte) ([]byte, error) {
+func planBytes(data []byte) ([]byte, bool, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return data, nil // Validate reports it as E000
+		return data, false, nil // Validate reports it as E000
 	}
 	if _, ok := top["work_orders"]; ok {
 		if _, ok := top["compile"]; !ok {
-			return data, nil
+			return data, false, nil
 		}
 		delete(top, "compile")
-		return json.Marshal(top)
+		raw, err := json.Marshal(top)
+		return raw, false, err
 	}
 	if _, ok := top["id"]; ok {
-		return json.Marshal(map[string]any{"work_orders": []json.RawMessage{bytes.TrimSpace(data)}})
+		raw, err := json.Marshal(map[string]any{"work_orders": []json.RawMessage{bytes.TrimSpace(data)}})
+		return raw, true, err
 	}
-	return data, nil
+	return data, false, nil
 }
 
 // WriteValidationErrors leaves validation_errors.json in dir after a failed

@@ -7,6 +7,36 @@ import (
 	"testing"
 )
 
+func TestLoadPlanFile(t *testing.T) {
+	order := `{"id":"WO-03","title":"t","intent":"i","allowed_files":["a.py"],"forbidden":[],"acceptance_commands":["true"],"context_files":[]}`
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, content string
+		lone          bool
+		wantErr       string
+	}{
+		{name: "lone work order", content: order, lone: true},
+		{name: "manifest", content: `{"work_orders":[` + order + `]}`},
+		{name: "not JSON", content: "{bad"},
+		{name: "over the read limit", content: strings.Repeat(" ", maxPlanFileBytes+1), wantErr: "larger than the limit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".json")
+			os.WriteFile(file, []byte(tt.content), 0o644)
+			_, lone, err := LoadPlan(file)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || lone != tt.lone {
+				t.Fatalf("lone = %v, err = %v; want lone = %v", lone, err, tt.lone)
+			}
+		})
+	}
+}
+
 func TestLoadPlanDirectory(t *testing.T) {
 	wo := func(id string) string {
 		return `{"id":"` + id + `","title":"t","intent":"i","allowed_files":["a.py"],"forbidden":[],"acceptance_commands":["true"],"context_files":[]}`
@@ -22,6 +52,7 @@ func TestLoadPlanDirectory(t *testing.T) {
 		{name: "corrupt manifest", files: map[string]string{"WO-01.json": wo("WO-01"), ManifestName: "{bad"}, wantErr: "not a JSON object"},
 		{name: "manifest only", files: map[string]string{ManifestName: `{"compile":{"model":"m"},"verify_contract":null,"work_orders":[` + wo("WO-01") + `]}`}, want: `"work_orders"`},
 		{name: "empty directory", files: map[string]string{}, wantErr: "no WO-NN.json files"},
+		{name: "work order file over the limit", files: map[string]string{"WO-01.json": wo("WO-01") + strings.Repeat(" ", 1<<20)}, wantErr: "larger than the limit of 1048576 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -29,7 +60,7 @@ func TestLoadPlanDirectory(t *testing.T) {
 			for name, content := range tt.files {
 				os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
 			}
-			got, err := LoadPlan(dir)
+			got, _, err := LoadPlan(dir)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

@@ -17,6 +17,15 @@ func needPython3(t *testing.T) {
 	}
 }
 
+// inspectOne checks one code.
+func inspectOne(ctx context.Context, p PythonInspector, code string) (PythonInfo, error) {
+	infos, err := p.Inspect(ctx, []string{code})
+	if err != nil {
+		return PythonInfo{}, err
+	}
+	return infos[0], nil
+}
+
 func TestPython3InspectorSyntax(t *testing.T) {
 	needPython3(t)
 	p := NewPython3Inspector()
@@ -39,7 +48,7 @@ func TestPython3InspectorSyntax(t *testing.T) {
 		{"deep nesting", strings.Repeat("(", 500) + strings.Repeat(")", 500), "too many nested parentheses"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			info, err := p.Inspect(context.Background(), tc.code)
+			info, err := inspectOne(context.Background(), p, tc.code)
 			if err != nil {
 				t.Fatalf("Inspect: %v", err)
 			}
@@ -70,7 +79,7 @@ try:
 except ImportError:
     pass
 `
-	info, err := NewPython3Inspector().Inspect(context.Background(), code)
+	info, err := inspectOne(context.Background(), NewPython3Inspector(), code)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +102,7 @@ except ImportError:
 
 func TestPython3InspectorLateFutureImport(t *testing.T) {
 	needPython3(t)
-	info, err := NewPython3Inspector().Inspect(context.Background(), "import os\nfrom __future__ import annotations")
+	info, err := inspectOne(context.Background(), NewPython3Inspector(), "import os\nfrom __future__ import annotations")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,28 +114,28 @@ func TestPython3InspectorLateFutureImport(t *testing.T) {
 func TestPython3InspectorCaches(t *testing.T) {
 	needPython3(t)
 	p := newPythonInspector("python3")
-	first, err := p.Inspect(context.Background(), "import calc")
+	first, err := inspectOne(context.Background(), p, "import calc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	first.Imports[0].Module = "mutated" // must not reach the cache
 	// A binary that does not exist proves the second answer is cached.
 	p.bin = "/nonexistent/python3"
-	second, err := p.Inspect(context.Background(), "import calc")
+	second, err := inspectOne(context.Background(), p, "import calc")
 	if err != nil {
 		t.Fatalf("cached Inspect ran python again: %v", err)
 	}
 	if len(second.Imports) != 1 || second.Imports[0].Module != "calc" {
 		t.Fatalf("cached imports = %+v", second.Imports)
 	}
-	if _, err := p.Inspect(context.Background(), "import other"); err == nil {
+	if _, err := inspectOne(context.Background(), p, "import other"); err == nil {
 		t.Fatal("new code was answered without running python")
 	}
 }
 
 func TestPython3InspectorErrors(t *testing.T) {
 	t.Run("missing binary", func(t *testing.T) {
-		_, err := newPythonInspector("/nonexistent/python3").Inspect(context.Background(), "x = (")
+		_, err := inspectOne(context.Background(), newPythonInspector("/nonexistent/python3"), "x = (")
 		if err == nil {
 			t.Fatal("no error when python3 cannot run")
 		}
@@ -140,7 +149,7 @@ func TestPython3InspectorErrors(t *testing.T) {
 	})
 	t.Run("python fails", func(t *testing.T) {
 		// A binary that runs but exits non-zero, as an old python3 does.
-		_, err := newPythonInspector("false").Inspect(context.Background(), "x = 1")
+		_, err := inspectOne(context.Background(), newPythonInspector("false"), "x = 1")
 		if err == nil || !strings.Contains(err.Error(), "exit status 1") {
 			t.Fatalf("err = %v", err)
 		}
@@ -149,29 +158,65 @@ func TestPython3InspectorErrors(t *testing.T) {
 		needPython3(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := NewPython3Inspector().Inspect(ctx, "x = 1")
+		_, err := inspectOne(ctx, NewPython3Inspector(), "x = 1")
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
 	})
 	t.Run("too long", func(t *testing.T) {
-		_, err := NewPython3Inspector().Inspect(context.Background(), strings.Repeat("x", MaxPythonCodeBytes+1))
+		_, err := inspectOne(context.Background(), NewPython3Inspector(), strings.Repeat("x", MaxPythonCodeBytes+1))
 		if err == nil || !strings.Contains(err.Error(), "at most") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("NUL", func(t *testing.T) {
-		_, err := NewPython3Inspector().Inspect(context.Background(), "x = 1\x00")
+		_, err := inspectOne(context.Background(), NewPython3Inspector(), "x = 1\x00")
 		if err == nil {
 			t.Fatal("no error for a NUL byte")
 		}
 	})
 }
 
+// TestPython3InspectorBatch checks that codes checked together get the
+// verdicts they get alone: one code's __future__ import, syntax error or
+// recursion error does not reach the others, and a repeated code is
+// answered at its every position.
+func TestPython3InspectorBatch(t *testing.T) {
+	needPython3(t)
+	codes := []string{
+		"from __future__ import annotations\nimport calc",
+		"def f(x: undefined_name): pass\nimport os",
+		"x = 1\nreturn x",
+		strings.Repeat("(", 500) + strings.Repeat(")", 500),
+		"import os\nfrom __future__ import annotations",
+		"import calc",
+		"from __future__ import annotations\nimport calc",
+	}
+	batch, err := NewPython3Inspector().Inspect(context.Background(), codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch) != len(codes) {
+		t.Fatalf("%d verdicts for %d codes", len(batch), len(codes))
+	}
+	for i, code := range codes {
+		alone, err := inspectOne(context.Background(), NewPython3Inspector(), code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(batch[i], alone) {
+			t.Errorf("code %d: in a batch %+v, alone %+v", i, batch[i], alone)
+		}
+	}
+	if batch[2].SyntaxError == "" || batch[4].SyntaxError == "" || batch[3].SyntaxError == "" {
+		t.Errorf("expected syntax errors in codes 2, 3 and 4: %+v", batch)
+	}
+}
+
 func TestPython3InspectorLargestCode(t *testing.T) {
 	needPython3(t)
 	code := "x = 1\n" + strings.Repeat("#", MaxPythonCodeBytes-len("x = 1\n"))
-	info, err := NewPython3Inspector().Inspect(context.Background(), code)
+	info, err := inspectOne(context.Background(), NewPython3Inspector(), code)
 	if err != nil || info.SyntaxError != "" {
 		t.Fatalf("code of MaxPythonCodeBytes: %+v, %v", info, err)
 	}

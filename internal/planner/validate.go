@@ -11,7 +11,6 @@ import (
 	"maps"
 	"path"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -42,8 +41,9 @@ import (
 //	E105  acceptance command runs scripts/verify.sh
 //	E106  verify_contract.requires does not hold after the last work order
 //	W101  acceptance command depends on a file that may not exist (warning)
+//	W102  allowed_files entry not in context_files (warning)
 type Issue struct {
-	Code    string `json:"code"`    // E000…E007, E101…E106, W101
+	Code    string `json:"code"`    // E000…E007, E101…E106, W101, W102
 	WOID    string `json:"wo_id"`   // the order's id as written, "work_orders[N]" if it has none, "" for plan-level issues
 	Field   string `json:"field"`   // e.g. "acceptance_commands[1]", "preconditions[0].path"; relative to the order, or to the plan when WOID is ""
 	Message string `json:"message"` // what is wrong and how to fix it; does not repeat WOID or Field
@@ -57,6 +57,15 @@ type Env struct {
 	// RepoFiles are the target repository's tracked files, the initial
 	// state of the condition chain. Nil or empty means an empty repository.
 	RepoFiles []string
+	// RepoUnknown says the starting files are not known (`factory validate`
+	// without --repo). Verdicts that only the repository could change are
+	// skipped: E101 and E106 for a file_exists condition no earlier work
+	// order satisfies, and W101. A file_absent condition that an earlier
+	// work order's postcondition contradicts is still E101 or E106.
+	RepoUnknown bool
+	// LoneOrder says the plan is one work order file, not a sequence: its
+	// id must be one `factory run` accepts (E001), not necessarily WO-01.
+	LoneOrder bool
 	// Python checks python -c code. Nil skips E006 and the W101 warnings
 	// for python -c imports; then the plan may hold code that does not
 	// compile.
@@ -73,7 +82,7 @@ type Result struct {
 	// Issues are the errors and warnings, ordered by work order index
 	// (plan-level issues first), then code, then field, then message.
 	Issues []Issue
-	// PythonErr is the first error of Env.Python itself (python3 missing or
+	// PythonErr is the error of Env.Python itself (python3 missing or
 	// broken, ctx done). Each python -c command it left unchecked has an
 	// E006 issue, so the plan fails closed; a caller should treat this as
 	// an environment problem rather than ask the model to fix the plan.
@@ -103,19 +112,14 @@ func filterIssues(issues []Issue, keep func(Issue) bool) []Issue {
 // MaxPlanBytes bounds the raw plan before parsing (E000).
 const MaxPlanBytes = 2 << 20
 
-// maxWorkOrders is the most ids WO-NN can number.
-const maxWorkOrders = 99
-
-// maxInspections bounds the distinct python -c codes one Validate checks:
-// each costs a python3 start, and a plan of MaxPlanBytes could hold
+// maxInspections bounds the distinct python -c codes one Validate checks,
+// and so the work and the feedback: a plan of MaxPlanBytes could hold
 // thousands. Real plans have a few dozen.
 const maxInspections = 256
 
 // maxIDBytes is the longest id used as Issue.WOID; longer ones are surely
 // not ids, and messages would quote them whole.
 const maxIDBytes = 64
-
-var idPattern = regexp.MustCompile(`^WO-[0-9]{2}$`)
 
 // Validate checks a raw plan, a JSON object {"verify_contract": …,
 // "work_orders": […]}, deterministically: the same plan, RepoFiles and
@@ -137,7 +141,7 @@ var idPattern = regexp.MustCompile(`^WO-[0-9]{2}$`)
 // code, `python X.py` and `bash X`/`sh X`; not `python -m`, dynamic
 // imports or what scripts themselves import.
 func Validate(ctx context.Context, raw []byte, env Env) Result {
-	v := &validator{ctx: ctx, env: env, inspected: map[string]bool{}}
+	v := &validator{ctx: ctx, env: env}
 	m := v.plan(raw)
 	return Result{Manifest: m, Issues: v.sorted(), PythonErr: v.pythonErr}
 }
@@ -147,7 +151,6 @@ type validator struct {
 	env       Env
 	issues    []located
 	pythonErr error
-	inspected map[string]bool // distinct python -c codes passed to env.Python
 }
 
 // located is an issue with the index of its work order (-1: plan-level),
@@ -175,9 +178,11 @@ type order struct {
 
 // command is one acceptance command that parsed to an argv.
 type command struct {
-	argv   []string
-	banned bool        // E105: no dependency warnings on top
-	python *PythonInfo // inspection of python -c code, if done and it compiled
+	argv    []string
+	banned  bool        // E105: no dependency warnings on top
+	code    string      // the python -c code, when inspect is set
+	inspect bool        // the code is for Env.Python to check (see inspectAll)
+	python  *PythonInfo // inspection of python -c code, if done and it compiled
 }
 
 // plan checks the top level and returns the manifest if every part parsed.
@@ -209,6 +214,7 @@ func (v *validator) plan(raw []byte) *workorder.Manifest {
 			fatal = true
 		}
 	}
+	v.inspectAll(orders)
 	v.chain(orders, contract, !fatal)
 	if fatal || len(orders) == 0 {
 		return nil
@@ -299,10 +305,10 @@ func (v *validator) workOrderList(keys map[string]json.RawMessage) ([]json.RawMe
 	case len(list) == 0:
 		v.planIssue("E000", "work_orders", "is empty; the plan needs at least one work order")
 		return nil, false
-	case len(list) > maxWorkOrders:
+	case len(list) > workorder.MaxWorkOrders:
 		// The orders are not checked: the plan must be restructured anyway,
 		// and this bounds the feedback.
-		v.planIssue("E000", "work_orders", "lists %d work orders; ids WO-01…WO-%02d allow at most %d, so merge work orders", len(list), maxWorkOrders, maxWorkOrders)
+		v.planIssue("E000", "work_orders", "lists %d work orders; ids WO-01…WO-%02d allow at most %d, so merge work orders", len(list), workorder.MaxWorkOrders, workorder.MaxWorkOrders)
 		return nil, false
 	}
 	return list, true
@@ -428,9 +434,13 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 	if isString && id != "" && len(id) <= maxIDBytes && !strings.ContainsFunc(id, unicode.IsControl) {
 		o.woid = id
 	}
-	if want := fmt.Sprintf("WO-%02d", idx+1); isString && id != want {
+	want := workorder.FormatID(idx + 1)
+	if v.env.LoneOrder && workorder.CheckID(id) == nil {
+		want = id // one work order, not a plan: any id run accepts will do
+	}
+	if isString && id != want {
 		switch first, dup := seen[id]; {
-		case !idPattern.MatchString(id):
+		case workorder.CheckID(id) != nil:
 			v.add(idx, "E001", o.woid, "id", "%s is not of the form WO-NN (two digits); work order %d must be %q", clip(id, maxIDBytes), idx+1, want)
 		case dup:
 			v.add(idx, "E001", o.woid, "id", "%q is already the id of work order %d; ids run WO-01, WO-02, … without duplicates, so work order %d must be %q", id, first+1, idx+1, want)
@@ -463,14 +473,27 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 	var w workorder.WorkOrder
 	if kind := jsonKind(raw); kind != "object" {
 		v.add(idx, "E005", o.woid, "", "a work order must be a JSON object, not %s", kind)
+	} else if len(raw) > workorder.MaxWorkOrderBytes {
+		// As workorder.ParseWorkOrder refuses it, `factory run` would.
+		v.add(idx, "E005", o.woid, "", "the work order is %d bytes; the limit is %d (1 MiB); split it", len(raw), workorder.MaxWorkOrderBytes)
 	} else if err := workorder.DecodeStrict(raw, &w); err != nil {
 		v.decodeError(idx, o.woid, "", err, raw, reflect.TypeFor[workorder.WorkOrder](), "preconditions", "postconditions")
 	} else if err := w.Normalize(); err != nil {
+		// E001 covers the id, and an order whose only fault is its id
+		// still takes part in the chain checks.
+		idOnly := true
 		for _, part := range splitErrors(err) {
 			field, msg := splitField(part.Error())
+			if field == "id" {
+				continue
+			}
+			idOnly = false
 			if !globOnly[field] {
 				v.add(idx, "E005", o.woid, field, "%s", msg)
 			}
+		}
+		if idOnly {
+			o.wo = &w
 		}
 	} else {
 		o.wo = &w
@@ -521,27 +544,65 @@ func (v *validator) acceptance(idx int, woid, field, line string) command {
 		v.add(idx, "E006", woid, field, "the python -c code is %d bytes, over the %d that can be checked; put it in a test file listed in allowed_files and run that", len(code), MaxPythonCodeBytes)
 		return cmd
 	}
-	if v.pythonErr != nil {
-		v.add(idx, "E006", woid, field, "the python -c code was not checked: %v", v.pythonErr)
-		return cmd
+	cmd.code, cmd.inspect = code, true
+	return cmd
+}
+
+// inspectAll checks the python -c code of every order's commands in one
+// Env.Python call (E006) and keeps the verdicts for W101. Codes beyond the
+// first maxInspections distinct ones are E006 unchecked.
+func (v *validator) inspectAll(orders []*order) {
+	type pending struct {
+		o *order
+		k int
 	}
-	if !v.inspected[code] && len(v.inspected) >= maxInspections {
-		v.add(idx, "E006", woid, field, "the python -c code was not checked: the plan has more than %d different python -c codes; move checks into test files", maxInspections)
-		return cmd
+	var todo []pending
+	var codes []string
+	seen := map[string]bool{}
+	for _, o := range orders {
+		for k, c := range o.cmds {
+			if !c.inspect {
+				continue
+			}
+			if !seen[c.code] && len(seen) >= maxInspections {
+				v.add(o.idx, "E006", o.woid, fmt.Sprintf("acceptance_commands[%d]", k), "the python -c code was not checked: the plan has more than %d different python -c codes; move checks into test files", maxInspections)
+				continue
+			}
+			if !seen[c.code] {
+				seen[c.code] = true
+				codes = append(codes, c.code)
+			}
+			todo = append(todo, pending{o, k})
+		}
 	}
-	v.inspected[code] = true
-	info, err := v.env.Python.Inspect(v.ctx, code)
+	if len(codes) == 0 {
+		return
+	}
+	verdicts := map[string]PythonInfo{}
+	infos, err := v.env.Python.Inspect(v.ctx, codes)
+	if err == nil && len(infos) != len(codes) {
+		err = fmt.Errorf("the python inspector returned %d results for %d codes", len(infos), len(codes))
+	}
 	if err != nil {
 		v.pythonErr = err
-		v.add(idx, "E006", woid, field, "the python -c code was not checked: %v", err)
-		return cmd
+	} else {
+		for i, code := range codes {
+			verdicts[code] = infos[i]
+		}
 	}
-	if info.SyntaxError != "" {
-		v.add(idx, "E006", woid, field, "the python -c code does not compile: %s%s", info.SyntaxError, offendingLine(code, info.SyntaxError))
-		return cmd
+	for _, p := range todo {
+		cmd := &p.o.cmds[p.k]
+		field := fmt.Sprintf("acceptance_commands[%d]", p.k)
+		info := verdicts[cmd.code]
+		switch {
+		case err != nil:
+			v.add(p.o.idx, "E006", p.o.woid, field, "the python -c code was not checked: %v", err)
+		case info.SyntaxError != "":
+			v.add(p.o.idx, "E006", p.o.woid, field, "the python -c code does not compile: %s%s", info.SyntaxError, offendingLine(cmd.code, info.SyntaxError))
+		default:
+			cmd.python = &info
+		}
 	}
-	cmd.python = &info
-	return cmd
 }
 
 // offendingLine quotes the line a "line N: …" syntax error points at.
@@ -588,6 +649,7 @@ func (v *validator) chain(orders []*order, contract *workorder.VerifyContract, c
 					"%q is not in allowed_files, so this work order cannot create it; add it to allowed_files or drop the postcondition", c.Path)
 			}
 		}
+		v.unseenAllowed(o)
 		if len(w.Postconditions) > 0 {
 			for k, a := range w.AllowedFiles {
 				if !post[a] {
@@ -599,7 +661,7 @@ func (v *validator) chain(orders []*order, contract *workorder.VerifyContract, c
 		for _, c := range w.Postconditions {
 			state.add(c.Path, w.ID)
 		}
-		if !broken {
+		if !broken && !v.env.RepoUnknown {
 			v.dependencies(o, state)
 		}
 	}
@@ -607,10 +669,29 @@ func (v *validator) chain(orders []*order, contract *workorder.VerifyContract, c
 		return
 	}
 	for k, c := range contract.Requires {
-		if !state.holds(c) {
+		if !state.holds(c) && !(v.env.RepoUnknown && c.Kind == workorder.FileExists) {
 			v.planIssue("E106", fmt.Sprintf("verify_contract.requires[%d]", k),
 				"%s %q does not hold after the last work order; %s", c.Kind, c.Path, unmetHint(c, state))
 		}
+	}
+}
+
+// unseenAllowed reports W102 for each allowed file that is not a context
+// file: writes replace whole files and need the file's base hash, so the
+// model should see every file it may rewrite. A warning only, since
+// context_files holds at most workorder.MaxContextFiles.
+func (v *validator) unseenAllowed(o *order) {
+	full := len(o.wo.ContextFiles) >= workorder.MaxContextFiles
+	for k, a := range o.wo.AllowedFiles {
+		if slices.Contains(o.wo.ContextFiles, a) {
+			continue
+		}
+		hint := "add it to context_files"
+		if full {
+			hint = fmt.Sprintf("context_files is full (%d files), so replace a read-only one with it", workorder.MaxContextFiles)
+		}
+		v.add(o.idx, "W102", o.woid, fmt.Sprintf("allowed_files[%d]", k),
+			"%q is not in context_files, so the model may rewrite a file it has not seen (writes replace the whole file); %s", a, hint)
 	}
 }
 
@@ -635,7 +716,7 @@ func (v *validator) contradictions(o *order) map[string]bool {
 }
 
 func (v *validator) precondition(o *order, k int, c workorder.Condition, state *fileState) {
-	if state.holds(c) {
+	if state.holds(c) || v.env.RepoUnknown && c.Kind == workorder.FileExists {
 		return
 	}
 	field := fmt.Sprintf("preconditions[%d].path", k)

@@ -21,20 +21,30 @@ import (
 type fakePython struct {
 	err   error
 	mu    sync.Mutex
-	calls int
+	calls int // Inspect calls
+	codes int // codes passed to Inspect, in all calls
 }
 
 var fakeStdlib = map[string]bool{"os": true, "sys": true, "json": true, "math": true, "unittest": true, "pathlib": true}
 
-func (f *fakePython) Inspect(_ context.Context, code string) (PythonInfo, error) {
+func (f *fakePython) Inspect(_ context.Context, codes []string) ([]PythonInfo, error) {
 	f.mu.Lock()
 	f.calls++
+	f.codes += len(codes)
 	f.mu.Unlock()
 	if f.err != nil {
-		return PythonInfo{}, f.err
+		return nil, f.err
 	}
+	out := make([]PythonInfo, len(codes))
+	for i, code := range codes {
+		out[i] = f.inspect(code)
+	}
+	return out, nil
+}
+
+func (f *fakePython) inspect(code string) PythonInfo {
 	if strings.Contains(code, "SYNTAX") {
-		return PythonInfo{SyntaxError: "line 1: invalid syntax"}, nil
+		return PythonInfo{SyntaxError: "line 1: invalid syntax"}
 	}
 	var info PythonInfo
 	imp := func(module string, names []string) {
@@ -52,11 +62,11 @@ func (f *fakePython) Inspect(_ context.Context, code string) (PythonInfo, error)
 			imp(f[1], f[3:])
 		}
 	}
-	return info, nil
+	return info
 }
 
-// wo returns a valid work order WO-NN whose allowed file is fNN.py, changed
-// by the mutators.
+// wo returns a valid work order WO-NN whose allowed and context file is
+// fNN.py, changed by the mutators.
 func wo(n int, mutate ...func(m map[string]any)) map[string]any {
 	m := map[string]any{
 		"id":                  fmt.Sprintf("WO-%02d", n),
@@ -65,7 +75,7 @@ func wo(n int, mutate ...func(m map[string]any)) map[string]any {
 		"allowed_files":       []any{fmt.Sprintf("f%02d.py", n)},
 		"forbidden":           []any{},
 		"acceptance_commands": []any{"python3 -m unittest -v"},
-		"context_files":       []any{},
+		"context_files":       []any{fmt.Sprintf("f%02d.py", n)},
 	}
 	for _, f := range mutate {
 		f(m)
@@ -108,10 +118,12 @@ func conds(c ...map[string]any) []any {
 	return out
 }
 
-// creates makes an order that declares files as allowed and created.
+// creates makes an order that declares files as allowed, in context and
+// created.
 func creates(files ...string) func(m map[string]any) {
 	return func(m map[string]any) {
 		m["allowed_files"] = strs(files...)
+		m["context_files"] = strs(files...)
 		var post []map[string]any
 		for _, f := range files {
 			post = append(post, exists(f))
@@ -160,6 +172,7 @@ func TestValidateCodes(t *testing.T) {
 		repo    []string
 		python  PythonInspector // nil: a fakePython
 		noPy    bool            // Env.Python nil
+		unknown bool            // Env.RepoUnknown: validate without --repo
 		trigger bool
 		field   string // for triggers: the field of one issue with the code ("-" for none)
 		msg     string // for triggers: a substring of that issue's message
@@ -288,6 +301,12 @@ func TestValidateCodes(t *testing.T) {
 			{name: "directory of a repo file", raw: plan(t, nil, wo(1, set("preconditions", conds(exists("src"))))), repo: []string{"src/calc.py"}},
 			ok("created earlier", plan(t, nil, wo(1, creates("a.py")), wo(2, set("preconditions", conds(exists("a.py")))))),
 			ok("after an unparsable order", plan(t, nil, wo(1, del("title")), wo(2, set("preconditions", conds(exists("a.py")))))),
+			// Without --repo, a file that must already exist may well exist.
+			{name: "repo unknown: file_exists skipped", raw: plan(t, nil, wo(1, set("preconditions", conds(exists("calc.py"))))), unknown: true},
+			{name: "repo unknown: created later skipped", raw: plan(t, nil, wo(1, set("preconditions", conds(exists("f02.py")))), wo(2, creates("f02.py"))), unknown: true},
+			// ... but a file an earlier order creates cannot be absent.
+			{name: "repo unknown: absent but created earlier", raw: plan(t, nil, wo(1, creates("a.py")), wo(2, set("preconditions", conds(absent("a.py"))))), unknown: true,
+				trigger: true, field: "preconditions[0].path", msg: "WO-01 creates it"},
 		},
 		"E102": {
 			bad("exists and absent", plan(t, nil, wo(1, set("preconditions", conds(exists("a.py"), absent("./a.py"))))), "preconditions[1].path", "must also exist by preconditions[0]"),
@@ -320,6 +339,9 @@ func TestValidateCodes(t *testing.T) {
 			ok("no contract", plan(t, nil, wo(1))),
 			ok("empty requires", plan(t, contract(), wo(1))),
 			ok("unknown after an unparsable order", plan(t, contract(exists("scripts/verify.sh")), wo(1, del("title")))),
+			{name: "repo unknown: never created skipped", raw: plan(t, contract(exists("scripts/verify.sh")), wo(1)), unknown: true},
+			{name: "repo unknown: absent but created", raw: plan(t, contract(absent("f01.py")), wo(1, creates("f01.py"))), unknown: true,
+				trigger: true, field: "verify_contract.requires[0]", msg: "WO-01 creates it"},
 		},
 		"W101": {
 			bad("python -c import", plan(t, nil, wo(1, cmds(`python3 -c "import calc"`))), "acceptance_commands[0]", "none of calc.py, calc/__init__.py"),
@@ -339,9 +361,21 @@ func TestValidateCodes(t *testing.T) {
 			ok("python -m is not covered", plan(t, nil, wo(1, cmds("python3 -m calc", "python3 -m pytest tests/test_x.py")))),
 			ok("verify.sh is E105 only", plan(t, nil, wo(1, cmds("bash scripts/verify.sh")))),
 			{name: "no inspector", raw: plan(t, nil, wo(1, cmds(`python3 -c "import calc"`))), noPy: true},
+			{name: "repo unknown", raw: plan(t, nil, wo(1, cmds(`python3 -c "import calc"`, "bash scripts/check.sh"))), unknown: true},
+		},
+		"W102": {
+			bad("allowed file not in context", plan(t, nil, wo(1, set("context_files", strs())), wo(2, set("allowed_files", strs("f02.py", "new.py")))),
+				"allowed_files[0]", `"f01.py" is not in context_files`),
+			bad("second allowed file", plan(t, nil, wo(1, set("allowed_files", strs("f01.py", "new.py")))), "allowed_files[1]", `"new.py" is not in context_files`),
+			bad("context files full", plan(t, nil, wo(1, set("context_files", strs("c0.py", "c1.py", "c2.py", "c3.py", "c4.py", "c5.py", "c6.py", "c7.py", "c8.py", "c9.py")))),
+				"allowed_files[0]", "context_files is full (10 files), so replace a read-only one with it"),
+			bad("in an order with conditions", plan(t, nil, wo(1, creates("a.py", "b.py"), set("context_files", strs("a.py")))), "allowed_files[1]", `"b.py"`),
+			ok("every allowed file in context", plan(t, nil, wo(1, creates("a.py", "b.py"), set("context_files", strs("b.py", "a.py", "lib.py"))))),
+			ok("normalised paths compared", plan(t, nil, wo(1, set("allowed_files", strs("./src//a.py")), set("context_files", strs("src/a.py"))))),
+			ok("not reported for an unparsable order", plan(t, nil, wo(1, del("title"), set("context_files", strs())))),
 		},
 	}
-	for _, code := range []string{"E000", "E001", "E003", "E004", "E005", "E006", "E007", "E101", "E102", "E103", "E104", "E105", "E106", "W101"} {
+	for _, code := range []string{"E000", "E001", "E003", "E004", "E005", "E006", "E007", "E101", "E102", "E103", "E104", "E105", "E106", "W101", "W102"} {
 		cases := tests[code]
 		var triggers, passes int
 		for _, c := range cases {
@@ -356,7 +390,7 @@ func TestValidateCodes(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(code+"/"+c.name, func(t *testing.T) {
-				env := Env{RepoFiles: c.repo, Python: c.python}
+				env := Env{RepoFiles: c.repo, RepoUnknown: c.unknown, Python: c.python}
 				if env.Python == nil && !c.noPy {
 					env.Python = &fakePython{}
 				}
@@ -411,7 +445,7 @@ func TestValidateValidPlan(t *testing.T) {
 			cmds(`python3 -c "import calc; assert calc.add(2, 3) == 5"`, "python3 -m unittest tests.test_calc -v")),
 		wo(2, set("preconditions", conds(exists("calc.py"))),
 			creates("calc.py", "tests/test_multiply.py"),
-			set("context_files", strs("calc.py")),
+			set("context_files", strs("calc.py", "tests/test_multiply.py", "tests/test_calc.py")),
 			set("notes", "keep add"),
 			cmds(`python3 -c "from calc import multiply; assert multiply(3, 4) == 12"`)),
 	)
@@ -426,8 +460,8 @@ func TestValidateValidPlan(t *testing.T) {
 	if res.Manifest == nil || len(res.Manifest.WorkOrders) != 2 || res.Manifest.VerifyContract == nil {
 		t.Fatalf("manifest = %+v", res.Manifest)
 	}
-	if py.calls != 2 {
-		t.Errorf("inspector called %d times, want 2", py.calls)
+	if py.calls != 1 || py.codes != 2 {
+		t.Errorf("inspector called %d times with %d codes, want once with both codes", py.calls, py.codes)
 	}
 	// The manifest holds the orders as ParseWorkOrder returns them.
 	var top struct {
@@ -519,7 +553,7 @@ func TestValidateOrdering(t *testing.T) {
 	commands[10] = "a | b"
 	commands[2] = "a > b"
 	raw := plan(t, contract(exists("never.txt")),
-		wo(1, set("id", "WO-9"), set("allowed_files", strs("z.py", "a.py")), set("postconditions", conds(exists("q.py")))),
+		wo(1, set("id", "WO-9"), set("allowed_files", strs("z.py", "a.py")), set("context_files", strs("a.py")), set("postconditions", conds(exists("q.py")))),
 		wo(2, cmds(commands...)),
 		wo(3, del("title"), set("allowed_files", strs("*.py"))),
 	)
@@ -533,6 +567,7 @@ func TestValidateOrdering(t *testing.T) {
 		"E103 WO-9 postconditions[0].path",
 		"E104 WO-9 allowed_files[0]",
 		"E104 WO-9 allowed_files[1]",
+		"W102 WO-9 allowed_files[0]",
 		"E003 WO-02 acceptance_commands[2]",
 		"E003 WO-02 acceptance_commands[10]",
 		"W101 WO-02 acceptance_commands[0]",
@@ -557,7 +592,7 @@ func TestValidateOrdering(t *testing.T) {
 			t.Fatalf("Validate is not deterministic:\n%+v\n%+v", again.Issues, res.Issues)
 		}
 	}
-	if w := res.Warnings(); len(w) != 10 || len(res.Errors()) != 8 {
+	if w := res.Warnings(); len(w) != 11 || len(res.Errors()) != 8 {
 		t.Fatalf("%d warnings, %d errors", len(w), len(res.Errors()))
 	}
 }
@@ -576,7 +611,7 @@ func TestValidateChainWithRepoFiles(t *testing.T) {
 		wo(1, set("preconditions", conds(exists("calc.py"), absent("scripts/verify.sh"))),
 			creates("calc.py", "scripts/verify.sh")),
 		// Without conditions: not chain-checked and adds nothing to the state.
-		wo(2, set("allowed_files", strs("util.py"))),
+		wo(2, set("allowed_files", strs("util.py")), set("context_files", strs("util.py"))),
 		// util.py is unknown: WO-02 declared no postcondition.
 		wo(3, set("preconditions", conds(exists("util.py"), exists("tests"), absent("README.md"), exists("scripts/verify.sh"))),
 			creates("app.py"), cmds(`python3 -c "import app, util, calc"`)),
@@ -642,8 +677,8 @@ func TestValidateBoundsInspections(t *testing.T) {
 	}
 	py := &fakePython{}
 	res := Validate(context.Background(), plan(t, nil, orders...), Env{Python: py})
-	if py.calls != maxInspections {
-		t.Errorf("inspector called %d times, want %d", py.calls, maxInspections)
+	if py.calls != 1 || py.codes != maxInspections {
+		t.Errorf("inspector called %d times with %d codes, want once with %d", py.calls, py.codes, maxInspections)
 	}
 	errs := res.Errors()
 	if len(errs) != 300-maxInspections || !strings.Contains(errs[0].Message, "more than 256 different python -c codes") {
@@ -673,8 +708,12 @@ func TestValidateSyntaxErrorQuotesTheLine(t *testing.T) {
 
 type inspectorFunc func(code string) PythonInfo
 
-func (f inspectorFunc) Inspect(_ context.Context, code string) (PythonInfo, error) {
-	return f(code), nil
+func (f inspectorFunc) Inspect(_ context.Context, codes []string) ([]PythonInfo, error) {
+	out := make([]PythonInfo, len(codes))
+	for i, code := range codes {
+		out[i] = f(code)
+	}
+	return out, nil
 }
 
 func TestComputeVerifyExempt(t *testing.T) {
@@ -756,7 +795,7 @@ func TestNaturalCompare(t *testing.T) {
 
 var validCodes = map[string]bool{
 	"E000": true, "E001": true, "E003": true, "E004": true, "E005": true, "E006": true, "E007": true,
-	"E101": true, "E102": true, "E103": true, "E104": true, "E105": true, "E106": true, "W101": true,
+	"E101": true, "E102": true, "E103": true, "E104": true, "E105": true, "E106": true, "W101": true, "W102": true,
 }
 
 func FuzzValidate(f *testing.F) {

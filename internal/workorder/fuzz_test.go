@@ -146,7 +146,7 @@ func checkProposalInvariants(t *testing.T, p *WriteProposal) {
 func FuzzDecodeStrict(f *testing.F) {
 	for _, s := range []string{
 		minimalOrder,
-		`{"id":"WO-1","title":"t","intent":"i","allowed_files":["./a.py","b/../c.py"],"forbidden":["secrets/","*.lock","no prose here"],` +
+		`{"id":"WO-01","title":"t","intent":"i","allowed_files":["./a.py","b/../c.py"],"forbidden":["secrets/","*.lock","no prose here"],` +
 			`"acceptance_commands":["true"],"context_files":["a.py"],"preconditions":[{"kind":"file_exists","path":"a.py"}],` +
 			`"postconditions":[{"kind":"file_exists","path":"c.py"}],"notes":null,"verify_exempt":true}`,
 		// Before the fix, "./C:x" normalised to "C:x", which does not parse again.

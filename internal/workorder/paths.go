@@ -26,10 +26,8 @@ func NormalizePath(p string) (string, error) {
 	case strings.ContainsAny(p, "*?["):
 		return "", fmt.Errorf("path %q contains a glob character (*, ? or [); list explicit files", p)
 	}
-	for _, r := range p {
-		if unicode.IsControl(r) {
-			return "", fmt.Errorf("path %q contains a control character", p)
-		}
+	if err := checkInvisible("path", p); err != nil {
+		return "", err
 	}
 	clean := path.Clean(p)
 	if clean == "." {
@@ -54,6 +52,25 @@ func NormalizePath(p string) (string, error) {
 	return clean, nil
 }
 
+// checkInvisible refuses characters that make a path look like another one:
+// control characters (C0, DEL, C1), bidirectional overrides, isolates and
+// marks (which can display "gpj.exe" as "exe.jpg") and zero-width
+// characters (which make two different names look the same).
+// what names s in the error: "path" or "entry".
+func checkInvisible(what, s string) error {
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r):
+			return fmt.Errorf("%s %q contains a control character", what, s)
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+			return fmt.Errorf("%s %q contains the bidirectional control character U+%04X, which changes how it is displayed", what, s, r)
+		case r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF:
+			return fmt.Errorf("%s %q contains the zero-width character U+%04X, which makes it look like something else", what, s, r)
+		}
+	}
+	return nil
+}
+
 // maxNameBytes is NAME_MAX on Linux and most file systems.
 const maxNameBytes = 255
 
@@ -69,6 +86,9 @@ func hasDriveLetter(p string) bool { return len(p) >= 2 && p[1] == ':' && isASCI
 // at any depth. A pattern covers a path when it matches the path or one of
 // its parent directories.
 func forbiddenPattern(entry string) (segs []string, ok bool, err error) {
+	if err := checkInvisible("entry", entry); err != nil {
+		return nil, false, err // prose too: a rule shown to the model must read as it is
+	}
 	entry = strings.TrimSpace(entry)
 	if entry == "" || strings.ContainsFunc(entry, unicode.IsSpace) {
 		return nil, false, nil

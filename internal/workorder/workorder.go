@@ -1,14 +1,18 @@
 // Package workorder defines the work order and write proposal contracts,
 // their strict decoding and validation, canonical JSON and run ids. It is
-// pure: no I/O beyond what callers hand it.
+// pure apart from ReadFile: no I/O beyond what callers hand it.
 package workorder
 
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/canon"
 )
@@ -23,7 +27,82 @@ const (
 	// can make a legal proposal up to six times its content size (\u00XX for
 	// one byte), so the bound leaves room for that and no more.
 	MaxReplyBytes = 6*MaxProposalBytes + 64*1024
+	// MaxWorkOrderBytes bounds a work order file, so a wrong path (a log,
+	// a disk image) is refused rather than read into memory.
+	MaxWorkOrderBytes = 1 << 20
+	// MaxTextBytes bounds intent and notes each: both go into every
+	// prompt, and no honest work order needs more.
+	MaxTextBytes = 64 * 1024
+	// MaxWorkOrders is the most work orders a plan can hold: ids run
+	// WO-01 … WO-99.
+	MaxWorkOrders = 99
 )
+
+// CheckID reports whether id is a work order id: "WO-" and a number from
+// 1 to MaxWorkOrders in two digits, WO-01 … WO-99. `factory run` and the
+// planner share this rule; the planner also wants the ids of a plan to run
+// WO-01, WO-02, … in order.
+func CheckID(id string) error {
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "WO-"))
+	if !strings.HasPrefix(id, "WO-") || err != nil || n < 1 || n > MaxWorkOrders || FormatID(n) != id {
+		return fmt.Errorf("%s is not a work order id; ids are WO-01 … WO-%02d (two digits)", clip(id), MaxWorkOrders)
+	}
+	return nil
+}
+
+// FormatID is the id of the n-th work order of a plan, counting from 1.
+func FormatID(n int) string { return fmt.Sprintf("WO-%02d", n) }
+
+// clip quotes s, shortened to about 64 bytes on a rune boundary, so that a
+// message never repeats a huge value.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
+
+// ReadFile reads a work order file of at most MaxWorkOrderBytes without
+// reading more than that from it; ParseWorkOrder decodes the result. The
+// two steps stay apart so that callers can tell an unreadable file from an
+// invalid work order.
+func ReadFile(path string) ([]byte, error) {
+	return ReadLimited(path, MaxWorkOrderBytes, "work order")
+}
+
+// ReadLimited reads a file of at most limit bytes, reading no more than
+// limit+1; what names the content in the error.
+func ReadLimited(path string, limit int64, what string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: the %s file is larger than the limit of %s", path, what, byteSize(limit))
+	}
+	return data, nil
+}
+
+// byteSize writes a limit in bytes and, when exact, in KiB or MiB.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d bytes (%d KiB)", n, n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // Condition kinds.
 const (
@@ -57,6 +136,9 @@ type WorkOrder struct {
 // result are normalised and nil lists are empty, so the canonical JSON of the
 // result does not depend on how the file was written.
 func ParseWorkOrder(data []byte) (*WorkOrder, error) {
+	if len(data) > MaxWorkOrderBytes {
+		return nil, fmt.Errorf("the work order is %d bytes; the limit is %s", len(data), byteSize(MaxWorkOrderBytes))
+	}
 	var w WorkOrder
 	if err := DecodeStrict(data, &w); err != nil {
 		return nil, err
@@ -67,8 +149,9 @@ func ParseWorkOrder(data []byte) (*WorkOrder, error) {
 	return &w, nil
 }
 
-// Normalize validates w in place: path rules, limits, condition kinds and the
-// allowed/forbidden overlap. It reports every problem, not just the first.
+// Normalize validates w in place: the id rule (CheckID), path rules, limits,
+// condition kinds and the allowed/forbidden overlap. It reports every
+// problem, not just the first.
 func (w *WorkOrder) Normalize() error {
 	var errs []error
 	bad := func(field string, format string, args ...any) {
@@ -78,6 +161,17 @@ func (w *WorkOrder) Normalize() error {
 		if strings.TrimSpace(s) == "" {
 			bad(field, "must not be empty")
 		}
+	}
+	if strings.TrimSpace(w.ID) != "" {
+		if err := CheckID(w.ID); err != nil {
+			bad("id", "%v", err)
+		}
+	}
+	if len(w.Intent) > MaxTextBytes {
+		bad("intent", "is %d bytes; the limit is %s", len(w.Intent), byteSize(MaxTextBytes))
+	}
+	if w.Notes != nil && len(*w.Notes) > MaxTextBytes {
+		bad("notes", "is %d bytes; the limit is %s", len(*w.Notes), byteSize(MaxTextBytes))
 	}
 	normList := func(field string, list []string) []string {
 		out := make([]string, 0, len(list))

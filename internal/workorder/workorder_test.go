@@ -16,7 +16,7 @@ import (
 )
 
 // minimalOrder has every required field and nothing else.
-const minimalOrder = `{"id":"WO-1","title":"T","intent":"Do it.","allowed_files":["a.py"],"forbidden":[],"acceptance_commands":["python3 -m unittest"],"context_files":[]}`
+const minimalOrder = `{"id":"WO-01","title":"T","intent":"Do it.","allowed_files":["a.py"],"forbidden":[],"acceptance_commands":["python3 -m unittest"],"context_files":[]}`
 
 // orderWith returns minimalOrder after mutate has changed its decoded form.
 func orderWith(t *testing.T, mutate func(m map[string]any)) []byte {
@@ -55,7 +55,7 @@ func TestParseWorkOrderValid(t *testing.T) {
 	t.Run("minimal", func(t *testing.T) {
 		w := mustParseOrder(t, []byte(minimalOrder))
 		want := &WorkOrder{
-			ID: "WO-1", Title: "T", Intent: "Do it.",
+			ID: "WO-01", Title: "T", Intent: "Do it.",
 			Preconditions: []Condition{}, Postconditions: []Condition{},
 			AllowedFiles: []string{"a.py"}, Forbidden: []string{},
 			AcceptanceCommands: []string{"python3 -m unittest"}, ContextFiles: []string{},
@@ -76,7 +76,7 @@ func TestParseWorkOrderValid(t *testing.T) {
 		}))
 		notes := "n"
 		want := &WorkOrder{
-			ID: "WO-1", Title: "T", Intent: "Do it.",
+			ID: "WO-01", Title: "T", Intent: "Do it.",
 			Preconditions:      []Condition{{Kind: FileExists, Path: "a.py"}},
 			Postconditions:     []Condition{{Kind: FileExists, Path: "src/y.py"}},
 			AllowedFiles:       []string{"a.py", "src/y.py"},
@@ -328,14 +328,14 @@ func TestRunIDNormalisation(t *testing.T) {
 		m["preconditions"] = []any{map[string]any{"kind": "file_exists", "path": "a.py"}}
 	})), testCommit)
 	for name, data := range map[string]string{
-		"dot slash and dot dot": `{"id":"WO-1","title":"T","intent":"Do it.","allowed_files":["./a.py","src/x/../y.py"],"forbidden":[],` +
+		"dot slash and dot dot": `{"id":"WO-01","title":"T","intent":"Do it.","allowed_files":["./a.py","src/x/../y.py"],"forbidden":[],` +
 			`"acceptance_commands":["python3 -m unittest"],"context_files":["./docs//r.md"],"preconditions":[{"kind":"file_exists","path":"./a.py"}]}`,
 		"key order and whitespace": "{\n  \"context_files\": [\"docs/r.md\"],\n  \"forbidden\": [],\n  \"preconditions\": [{\"path\": \"a.py\", \"kind\": \"file_exists\"}],\n" +
-			"  \"acceptance_commands\": [\"python3 -m unittest\"],\n  \"allowed_files\": [\"a.py\", \"src/y.py\"],\n  \"intent\": \"Do it.\", \"title\": \"T\", \"id\": \"WO-1\"\n}\n",
-		"optional fields explicit": `{"id":"WO-1","title":"T","intent":"Do it.","allowed_files":["a.py","src/y.py"],"forbidden":[],` +
+			"  \"acceptance_commands\": [\"python3 -m unittest\"],\n  \"allowed_files\": [\"a.py\", \"src/y.py\"],\n  \"intent\": \"Do it.\", \"title\": \"T\", \"id\": \"WO-01\"\n}\n",
+		"optional fields explicit": `{"id":"WO-01","title":"T","intent":"Do it.","allowed_files":["a.py","src/y.py"],"forbidden":[],` +
 			`"acceptance_commands":["python3 -m unittest"],"context_files":["docs/r.md"],"preconditions":[{"kind":"file_exists","path":"a.py"}],` +
 			`"postconditions":null,"notes":null,"verify_exempt":false}`,
-		"escaped characters": `{"\u0069d":"WO-\u0031","title":"T","intent":"Do it\u002e","allowed_files":["a.py","src\/y.py"],"forbidden":[],` +
+		"escaped characters": `{"\u0069d":"WO-0\u0031","title":"T","intent":"Do it\u002e","allowed_files":["a.py","src\/y.py"],"forbidden":[],` +
 			`"acceptance_commands":["python3 -m unittest"],"context_files":["docs/r.md"],"preconditions":[{"kind":"file_exists","path":"a.py"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -362,7 +362,7 @@ func TestRunIDChanges(t *testing.T) {
 	// One mutation per JSON field; TestRunIDChanges fails if a field of
 	// WorkOrder has none, so a new field cannot be left out of the id.
 	mutations := map[string][]func(m map[string]any){
-		"id":                  {func(m map[string]any) { m["id"] = "WO-2" }},
+		"id":                  {func(m map[string]any) { m["id"] = "WO-02" }},
 		"title":               {func(m map[string]any) { m["title"] = "T2" }},
 		"intent":              {func(m map[string]any) { m["intent"] = "Do it!" }},
 		"allowed_files":       {func(m map[string]any) { m["allowed_files"] = []any{"b.py"} }, func(m map[string]any) { m["allowed_files"] = []any{"a.py", "a.py"} }},

@@ -1,0 +1,71 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestRender(t *testing.T) {
+	for _, tc := range []struct {
+		name, tmpl, spec string
+		repo             []string
+		want             string
+	}{
+		{"spec only", "Spec:\n{{PRODUCT_SPEC}}\nEnd", "  build calc \n", nil, "Spec:\nbuild calc\nEnd"},
+		{"empty repository", "{{REPO_FILES}}|{{PRODUCT_SPEC}}", "s", nil, "The repository is empty: WO-01 starts from nothing.|s"},
+		{"empty list is empty repository", "{{REPO_FILES}}", "s", []string{}, "The repository is empty: WO-01 starts from nothing."},
+		{"files sorted", "{{REPO_FILES}}", "s", []string{"b.py", "a/c.py", "README.md"},
+			"The repository already tracks these 3 files (they exist before WO-01):\n- README.md\n- a/c.py\n- b.py\n"},
+		{"every occurrence", "{{REPO_FILES}}{{REPO_FILES}}{{PRODUCT_SPEC}}", "s", []string{"a.py"},
+			strings.Repeat("The repository already tracks these 1 files (they exist before WO-01):\n- a.py\n", 2) + "s"},
+		// One pass: placeholders inside the substituted text stay literal.
+		{"spec mentions a placeholder", "{{PRODUCT_SPEC}} / {{REPO_FILES}}", "list {{REPO_FILES}} and {{PRODUCT_SPEC}}", nil,
+			"list {{REPO_FILES}} and {{PRODUCT_SPEC}} / The repository is empty: WO-01 starts from nothing."},
+		{"file named like a placeholder", "{{REPO_FILES}}{{PRODUCT_SPEC}}", "s", []string{"{{PRODUCT_SPEC}}"},
+			"The repository already tracks these 1 files (they exist before WO-01):\n- {{PRODUCT_SPEC}}\ns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Render(tc.tmpl, tc.spec, tc.repo); got != tc.want {
+				t.Fatalf("Render:\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenderCapsTheFileList(t *testing.T) {
+	var files []string
+	for i := range 305 {
+		files = append(files, fmt.Sprintf("f%03d.py", i))
+	}
+	got := Render("{{REPO_FILES}}", "s", files)
+	if !strings.HasPrefix(got, "The repository already tracks these 305 files") || !strings.HasSuffix(got, "- f299.py\n- … and 5 more\n") {
+		t.Fatalf("Render = …%q", got[len(got)-60:])
+	}
+}
+
+func TestRenderDoesNotChangeTheCaller(t *testing.T) {
+	files := []string{"b.py", "a.py"}
+	Render("{{REPO_FILES}}{{PRODUCT_SPEC}}", "s", files)
+	if files[0] != "b.py" {
+		t.Fatalf("Render sorted the caller's slice: %q", files)
+	}
+}
+
+// TestCompileHashKnownValues pins CompileHash to
+// sha256(spec + template + model + reasoning_effort)[:16]. The expected
+// values were computed with the shell:
+//
+//	printf '%s' 'a specmy template {{PRODUCT_SPEC}}gpt-5.2-codexmedium' | sha256sum
+//	printf '%s' 'spec
+//	with éT {{PRODUCT_SPEC}}m' | sha256sum
+func TestCompileHashKnownValues(t *testing.T) {
+	for _, tc := range []struct{ spec, tmpl, model, effort, want string }{
+		{"a spec", "my template {{PRODUCT_SPEC}}", "gpt-5.2-codex", "medium", "ac5f489804c27d55"},
+		{"spec\nwith é", "T {{PRODUCT_SPEC}}", "m", "", "8b733763f3075fc5"},
+	} {
+		if got := CompileHash(tc.spec, tc.tmpl, tc.model, tc.effort); got != tc.want {
+			t.Errorf("CompileHash(%q, %q, %q, %q) = %s, want %s", tc.spec, tc.tmpl, tc.model, tc.effort, got, tc.want)
+		}
+	}
+}
