@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
@@ -48,8 +47,6 @@ type undo struct {
 	Backups []backup `json:"backups"`
 	// Overwritten are existing files TR replaces, with their baseline mtime.
 	Overwritten []overwrite `json:"overwritten"`
-	// CreatedDirs are directories TR created, parents first (absolute).
-	CreatedDirs []string `json:"created_dirs"`
 }
 
 type backup struct {
@@ -338,9 +335,10 @@ func (r *Run) rollback(ctx context.Context, a *attempt) (RollbackRecord, error) 
 	return rec, nil
 }
 
-// rollbackTo restores the baseline: git for tracked and new files, then the
-// saved bytes and times of files TR overwrote, then the directories TR
-// created, and removes the journal when all went well. Every step runs even
+// rollbackTo restores the baseline: gitws.Rollback for tracked and new files,
+// modes and new directories (those TR created included), then the saved
+// bytes and times of files TR overwrote, and removes the journal when all
+// went well. Every step runs even
 // if an earlier one failed, so a git failure cannot cost the user an ignored
 // file the harness saved; on failure the journal stays for `factory recover`.
 func rollbackTo(ctx context.Context, repo *gitws.Repo, b gitws.Baseline, u undo) (RollbackRecord, error) {
@@ -361,12 +359,6 @@ func rollbackTo(ctx context.Context, repo *gitws.Repo, b gitws.Baseline, u undo)
 		full := filepath.Join(repo.Root, filepath.FromSlash(o.Path))
 		if err := os.Chtimes(full, o.Mtime, o.Mtime); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("restore mtime of %s: %w", o.Path, err))
-		}
-	}
-	for i := len(u.CreatedDirs) - 1; i >= 0; i-- {
-		// Only empty ones: a directory someone else filled is not ours to remove.
-		if err := os.Remove(u.CreatedDirs[i]); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(err) {
-			errs = append(errs, fmt.Errorf("remove directory %s: %w", u.CreatedDirs[i], err))
 		}
 	}
 	if len(errs) == 0 {
@@ -408,8 +400,4 @@ func (r *Run) record(a *attempt) AttemptRecord {
 		rec.Usage = a.response.Usage
 	}
 	return rec
-}
-
-func isNotEmpty(err error) bool {
-	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }

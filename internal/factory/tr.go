@@ -76,9 +76,7 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 		}
 		st, content := current[i], []byte(a.proposal.Writes[i].Content)
 		full := filepath.Join(r.repo.Root, filepath.FromSlash(p))
-		created, err := mkdirAll(filepath.Dir(full))
-		a.undo.CreatedDirs = append(a.undo.CreatedDirs, created...)
-		if err != nil {
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return fail(StageWriteFailed, []string{fmt.Sprintf("%s: create parent directories: %v", p, err)})
 		}
 		mode := fs.FileMode(0o644)
@@ -210,26 +208,4 @@ func sortedCopy(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return nonNil(out)
-}
-
-// mkdirAll creates dir and its missing parents and returns the directories
-// it created, parents first, so rollback can remove them again (git does not
-// track directories, so it cannot).
-func mkdirAll(dir string) ([]string, error) {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
-			break
-		}
-		missing = append(missing, d)
-	}
-	slices.Reverse(missing)
-	var created []string
-	for _, d := range missing {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return created, err
-		}
-		created = append(created, d)
-	}
-	return created, nil
 }
