@@ -9,10 +9,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/factory-harness/factory/internal/proc"
 )
@@ -171,9 +174,144 @@ acceptance commands without a shell, and rolls back with git on failure.
 	}
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("%v (see '%s --help')", err, c.CommandPath())
-	})
+	// Mistyped commands get cobra's "Did you mean this?"; mistyped flags
+	// get ours (flagErrorf), which cobra does not offer.
+	root.DisableSuggestions = false
+	root.SuggestionsMinimumDistance = 2
+	root.SetFlagErrorFunc(flagErrorf)
 	root.AddCommand(newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env))
 	return root
 }
+
+// flagErrorf turns a flag parsing error into a usage error that points at
+// the command's help and, for an unknown long flag, at the closest flag the
+// command has: "unknown flag: --repoo (did you mean --repo?)".
+func flagErrorf(c *cobra.Command, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		if s := suggestFlag(c.Flags(), name); s != "" {
+			msg += " (did you mean --" + s + "?)"
+		}
+	}
+	return usagef("%s (see '%s --help')", msg, c.CommandPath())
+}
+
+// suggestFlag returns the visible flag of fs closest to name, within an
+// edit distance of 2, or "" if there is none. Ties go to the first name in
+// alphabetical order.
+func suggestFlag(fs *pflag.FlagSet, name string) string {
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if d := editDistance(strings.ToLower(name), strings.ToLower(f.Name)); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b with adjacent
+// transpositions counted as one edit (optimal string alignment), so that
+// "sepc" is closer to "spec" than to "repo".
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// required is a required flag and its value; an empty value is missing.
+type required struct{ name, value string }
+
+// requireFlags refuses a command line that lacks required flags, naming all
+// of them at once.
+func requireFlags(command string, flags ...required) error {
+	var missing []string
+	for _, f := range flags {
+		if f.value == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usagef("%s is required (see 'factory %s --help')", missing[0], command)
+	}
+	list := strings.Join(missing[:len(missing)-1], ", ") + " and " + missing[len(missing)-1]
+	return usagef("%s are required (see 'factory %s --help')", list, command)
+}
+
+// aliasFlag adds a hidden flag alias that stands for the flag name of fs,
+// of the same type: aliasFlag(fs, "out", "outdir") makes --outdir DIR mean
+// --out DIR. resolveAlias applies it after parsing.
+func aliasFlag(fs *pflag.FlagSet, name, alias string) {
+	f := fs.Lookup(name)
+	var v pflag.Value
+	switch f.Value.Type() {
+	case "bool":
+		v = new(boolValue)
+	default:
+		v = new(stringValue)
+	}
+	a := fs.VarPF(v, alias, "", "alias of --"+name)
+	if f.Value.Type() == "bool" {
+		a.NoOptDefVal = "true"
+	}
+	a.Hidden = true
+}
+
+// resolveAlias copies a given alias flag to its flag; giving both with
+// different values is a usage error.
+func resolveAlias(fs *pflag.FlagSet, name, alias string) error {
+	a := fs.Lookup(alias)
+	if !a.Changed {
+		return nil
+	}
+	f := fs.Lookup(name)
+	if f.Changed && f.Value.String() != a.Value.String() {
+		return usagef("--%s and --%s are the same flag; they were given different values (%q and %q)", name, alias, f.Value.String(), a.Value.String())
+	}
+	if err := fs.Set(name, a.Value.String()); err != nil {
+		return usagef("--%s: %v", alias, err)
+	}
+	return nil
+}
+
+// stringValue and boolValue hold the value of an alias flag.
+type stringValue string
+
+func (s *stringValue) String() string     { return string(*s) }
+func (s *stringValue) Set(v string) error { *s = stringValue(v); return nil }
+func (s *stringValue) Type() string       { return "string" }
+
+type boolValue bool
+
+func (b *boolValue) String() string { return strconv.FormatBool(bool(*b)) }
+func (b *boolValue) Set(v string) error {
+	x, err := strconv.ParseBool(v)
+	*b = boolValue(x)
+	return err
+}
+func (b *boolValue) Type() string     { return "bool" }
+func (b *boolValue) IsBoolFlag() bool { return true }

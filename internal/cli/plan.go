@@ -17,8 +17,8 @@ import (
 )
 
 type planOptions struct {
-	spec, outdir, template, artifactsDir, repo string
-	overwrite, printSummary                    bool
+	spec, out, template, artifactsDir, repo string
+	overwrite, jsonOut                      bool
 
 	model, effort, reviewModel string
 	maxOutputTokens            int64
@@ -33,7 +33,7 @@ type planOptions struct {
 func newPlanCmd(env Env) *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:     "plan --spec FILE --outdir DIR",
+		Use:     "plan --spec FILE --out DIR",
 		Aliases: []string{"compile"},
 		Short:   "Compile a product spec into validated work orders WO-01.json … WO-NN.json",
 		Long: `Compile a product specification into work orders for 'factory run'.
@@ -47,8 +47,9 @@ for at most two revisions, each validated again. A revision that fails validatio
 replaces a plan that passed.
 
 Writes WO-NN.json files and then WORK_ORDERS_MANIFEST.json (with the compile hash, model,
-template hash and validator version) to --outdir, atomically; artifacts of every attempt
-and compile_summary.json go to --artifacts-dir.
+template hash and validator version) to --out, atomically; artifacts of every attempt
+and compile_summary.json go to --artifacts-dir. Prints the work orders written, or with
+--json the content of compile_summary.json (also when the plan fails).
 
 Exit codes: 0 plan written; 1 the plan is still invalid (or not JSON) after every
 attempt; 2 refused before anything was created (usage, unreadable spec or template,
@@ -62,12 +63,14 @@ exhausted), interrupted, replay mismatch, or an I/O error.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.spec, "spec", "", "product specification file (required)")
-	f.StringVar(&o.outdir, "outdir", "", "directory for WO-NN.json and WORK_ORDERS_MANIFEST.json (required)")
+	f.StringVar(&o.out, "out", "", "directory for WO-NN.json and WORK_ORDERS_MANIFEST.json (required; --outdir is an alias)")
+	aliasFlag(f, "out", "outdir")
 	f.StringVar(&o.template, "template", "", "custom planner prompt template; must contain {{PRODUCT_SPEC}} (default: the built-in one)")
-	f.StringVar(&o.artifactsDir, "artifacts-dir", "", "directory for prompts, raw replies, validation errors and compile_summary.json (default <outdir>/compile_artifacts)")
+	f.StringVar(&o.artifactsDir, "artifacts-dir", "", "directory for prompts, raw replies, validation errors and compile_summary.json (default <out>/compile_artifacts)")
 	f.StringVar(&o.repo, "repo", "", "target git repository: its tracked files are the state preconditions are checked against")
-	f.BoolVar(&o.overwrite, "overwrite", false, "replace a plan already in --outdir")
-	f.BoolVar(&o.printSummary, "print-summary", false, "print compile_summary.json to stdout at the end")
+	f.BoolVar(&o.overwrite, "overwrite", false, "replace a plan already in --out")
+	f.BoolVar(&o.jsonOut, "json", false, "print compile_summary.json to stdout instead of the list of work orders (--print-summary is an alias)")
+	aliasFlag(f, "json", "print-summary")
 	f.StringVar(&o.model, "llm-model", "gpt-5.2-codex", "planner model")
 	f.StringVar(&o.effort, "reasoning-effort", "medium", "reasoning effort sent to the model (e.g. low, medium, high; empty to omit)")
 	f.Int64Var(&o.maxOutputTokens, "max-output-tokens", 64000, "output token budget per call (doubled once when a reply is incomplete)")
@@ -78,7 +81,7 @@ exhausted), interrupted, replay mismatch, or an I/O error.`,
 	f.DurationVar(&o.pollInterval, "poll-interval", llm.DefaultPollInterval, "how often to poll a background response")
 	f.DurationVar(&o.retryBackoff, "retry-backoff", llm.DefaultRetryBase, "first wait before retrying HTTP 408/429/5xx, a timeout or a dropped connection (then doubled; Retry-After wins)")
 	f.StringVar(&o.conn.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
-	f.StringVar(&o.conn.record, "record", "", "append every model exchange to this JSONL transcript")
+	f.StringVar(&o.conn.record, "record", "", recordHelp)
 	f.StringVar(&o.conn.replay, "replay", "", "answer model requests from this JSONL transcript (no network, no API key)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
 	// --no-review is the spelling the seeds use.
@@ -90,8 +93,13 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	if noReview, _ := cmd.Flags().GetBool("no-review"); noReview {
 		o.review = false
 	}
-	if o.spec == "" || o.outdir == "" {
-		return usagef("--spec and --outdir are required (see 'factory plan --help')")
+	for _, a := range [][2]string{{"out", "outdir"}, {"json", "print-summary"}} {
+		if err := resolveAlias(cmd.Flags(), a[0], a[1]); err != nil {
+			return err
+		}
+	}
+	if err := requireFlags("plan", required{"--spec", o.spec}, required{"--out", o.out}); err != nil {
+		return err
 	}
 	if o.maxAttempts < 1 || o.maxOutputTokens < 1 || o.maxWaitSeconds < 1 || o.pollInterval <= 0 || o.retryBackoff <= 0 {
 		return usagef("--max-attempts, --max-output-tokens, --max-wait-seconds, --poll-interval and --retry-backoff must be positive")
@@ -114,7 +122,7 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	if err := planner.CheckTemplate(tmpl); err != nil {
 		return usagef("template %s: %v", o.template, err)
 	}
-	if err := planner.CheckOutdir(o.outdir, o.overwrite); err != nil {
+	if err := planner.CheckOutdir(o.out, o.overwrite); err != nil {
 		return usagef("%v", err)
 	}
 	repoFiles, err := trackedFiles(cmd.Context(), o.repo)
@@ -139,7 +147,7 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	}
 	artifacts := o.artifactsDir
 	if artifacts == "" {
-		artifacts = filepath.Join(o.outdir, "compile_artifacts")
+		artifacts = filepath.Join(o.out, "compile_artifacts")
 	}
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		return usagef("create artifacts directory: %v", err)
@@ -155,13 +163,13 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 		Env:          planner.Env{RepoFiles: repoFiles, Python: planner.NewPython3Inspector()},
 		ArtifactsDir: artifacts, Progress: progress,
 	})
-	if o.printSummary {
+	if o.jsonOut {
 		printSummaryFile(env, filepath.Join(artifacts, "compile_summary.json"))
 	}
 	if err != nil {
-		return planError(err, o.outdir, artifacts, env)
+		return planError(err, o.out, artifacts, env)
 	}
-	written, err := planner.WritePlan(o.outdir, out.Manifest, planner.CompileInfo{
+	written, err := planner.WritePlan(o.out, out.Manifest, planner.CompileInfo{
 		CompileHash: out.Summary.CompileHash, Model: o.model, ReasoningEffort: o.effort,
 		TemplateSHA256: out.Summary.TemplateSHA256, ValidatorVersion: planner.ValidatorVersion,
 	})
@@ -171,9 +179,12 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	for _, w := range out.Summary.Warnings {
 		fmt.Fprintf(env.Stderr, "warning: %s\n", w)
 	}
-	fmt.Fprintf(env.Stdout, "plan: %d work orders in %s (compile %s)\n", len(out.Manifest.WorkOrders), o.outdir, out.Summary.CompileHash)
+	if o.jsonOut {
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "plan: %d work orders in %s (compile %s)\n", len(out.Manifest.WorkOrders), o.out, out.Summary.CompileHash)
 	for _, name := range written {
-		fmt.Fprintf(env.Stdout, "  %s\n", filepath.Join(o.outdir, name))
+		fmt.Fprintf(env.Stdout, "  %s\n", filepath.Join(o.out, name))
 	}
 	return nil
 }
@@ -196,8 +207,13 @@ func planError(err error, outdir, artifacts string, env Env) error {
 	return &exitError{code: ExitInternal, err: err}
 }
 
+// printSummaryFile copies a summary file (run_summary.json,
+// compile_summary.json) to stdout, ending it with a newline.
 func printSummaryFile(env Env, path string) {
 	if data, err := os.ReadFile(path); err == nil {
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			data = append(data, '\n')
+		}
 		env.Stdout.Write(data)
 	}
 }

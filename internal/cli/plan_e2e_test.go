@@ -304,7 +304,7 @@ func TestPlanUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"missing spec", []string{"plan", "--outdir", dir}, "--spec and --outdir are required"},
+		{"missing spec", []string{"plan", "--outdir", dir}, "--spec is required"},
 		{"empty spec file", []string{"plan", "--spec", os.DevNull, "--outdir", dir}, "is empty"},
 		{"template without placeholder", []string{"plan", "--spec", spec, "--outdir", dir, "--template", noPlaceholder}, "{{PRODUCT_SPEC}}"},
 		{"unknown flag", []string{"plan", "--nope"}, "unknown flag"},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,8 +11,18 @@ import (
 )
 
 type recoverOptions struct {
-	repo  string
-	quiet bool
+	repo    string
+	quiet   bool
+	jsonOut bool
+}
+
+// recoverJSON is the --json output of `factory recover`.
+type recoverJSON struct {
+	Found    bool                   `json:"found"`
+	Tool     string                 `json:"tool"`
+	RunDir   string                 `json:"run_dir"`
+	Killed   bool                   `json:"killed"`
+	Rollback factory.RollbackRecord `json:"rollback"`
 }
 
 func newRecoverCmd(env Env) *cobra.Command {
@@ -29,15 +40,16 @@ the paths about to be written and backups of the ignored files they replace, and
 process group of the command running. 'factory run' refuses a repository with a journal.
 'factory recover' kills the recorded command's process group if it still runs (only if
 it is the same process), restores the baseline exactly as a rollback does, and removes
-the journal. Without a journal it says so and changes nothing.
+the journal. Without a journal it says so and changes nothing. With --json it prints
+{"found": ..., "tool": ..., "run_dir": ..., "killed": ..., "rollback": {...}} instead.
 
 Exit codes: 0 recovered, or nothing to recover; 2 refused (not a repository, another
 factory holds the lock, unreadable journal); 3 the restore failed (the journal is kept,
 so it can be run again).`,
 		Args: noArgs("recover"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.repo == "" {
-				return usagef("--repo is required (see 'factory recover --help')")
+			if err := requireFlags("recover", required{"--repo", o.repo}); err != nil {
+				return err
 			}
 			progress := env.Stderr
 			if o.quiet {
@@ -50,6 +62,13 @@ so it can be run again).`,
 				return err
 			case err != nil:
 				return &internalError{err: fmt.Errorf("recover %s: %w (the journal is kept; run 'factory recover' again once the cause is fixed)", o.repo, err)}
+			case o.jsonOut:
+				out, err := json.MarshalIndent(recoverJSON{res.Found, res.Tool, res.RunDir, res.Killed, res.Rollback}, "", "  ")
+				if err != nil {
+					return &internalError{err: fmt.Errorf("encode the result: %w", err)}
+				}
+				fmt.Fprintf(env.Stdout, "%s\n", out)
+				return nil
 			case !res.Found:
 				fmt.Fprintf(env.Stdout, "nothing to recover in %s: no journal of an interrupted run\n", o.repo)
 				return nil
@@ -60,6 +79,7 @@ so it can be run again).`,
 	}
 	cmd.Flags().StringVar(&o.repo, "repo", "", "root of the git work tree to recover (required)")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
+	cmd.Flags().BoolVar(&o.jsonOut, "json", false, `print {"found", "tool", "run_dir", "killed", "rollback"} as JSON instead of the summary line`)
 	return cmd
 }
 

@@ -33,6 +33,7 @@ type runOptions struct {
 	envPolicy      string
 	passEnv        []string
 	quiet          bool
+	jsonOut        bool
 }
 
 func newRunCmd(env Env) *cobra.Command {
@@ -52,8 +53,12 @@ changes are left uncommitted.
 Artifacts go to <out>/<run_id>/ (a re-run of the same work order at the same commit goes
 to <out>/<run_id>.2/, .3/, …); <out> must be outside the repository.
 
+Prints the verdict and the path of run_summary.json, or with --json the content of
+run_summary.json.
+
 Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
-3 interrupted, internal error or replay mismatch (repo rolled back).`,
+3 provider unreachable or refusing, interrupted, internal error or replay mismatch
+(repo rolled back).`,
 		Args: noArgs("run"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRun(cmd, o, env)
@@ -74,19 +79,17 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.StringVar(&o.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
 	f.StringVar(&o.envPolicy, "env-policy", proc.EnvCore, "environment of verification and acceptance commands: 'core' (PATH, HOME, LANG, LC_*, TERM, TMPDIR, USER, SHELL, VIRTUAL_ENV, toolchain locations) or 'all' (everything but names that look like credentials)")
 	f.StringArrayVar(&o.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable), whatever --env-policy says")
-	f.StringVar(&o.record, "record", "", "append every model exchange to this JSONL transcript")
+	f.StringVar(&o.record, "record", "", recordHelp)
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
+	f.BoolVar(&o.jsonOut, "json", false, "print run_summary.json to stdout instead of the verdict and summary path lines")
 	return cmd
 }
 
 func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
-	for _, req := range []struct{ name, val string }{
-		{"--repo", o.repo}, {"--work-order", o.workOrder}, {"--out", o.out}, {"--llm-model", o.model},
-	} {
-		if req.val == "" {
-			return usagef("%s is required (see 'factory run --help')", req.name)
-		}
+	if err := requireFlags("run", required{"--repo", o.repo}, required{"--work-order", o.workOrder},
+		required{"--out", o.out}, required{"--llm-model", o.model}); err != nil {
+		return err
 	}
 	if o.llmTimeout <= 0 {
 		return usagef("--llm-timeout-seconds must be positive")
@@ -130,7 +133,11 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	if errors.As(err, &pre) {
 		return err
 	}
-	if res.SummaryPath != "" {
+	switch {
+	case res.SummaryPath == "":
+	case o.jsonOut:
+		printSummaryFile(env, res.SummaryPath)
+	default:
 		fmt.Fprintf(env.Stdout, "verdict: %s\nrun summary: %s\n", res.Verdict, res.SummaryPath)
 	}
 	switch {
@@ -154,6 +161,10 @@ func buildModel(o *runOptions, env Env) (llm.Model, error) {
 			})
 		})
 }
+
+// recordHelp is the help of --record, for run and plan: connectModel
+// refuses a file that already holds a transcript.
+const recordHelp = "write every model exchange to this new JSONL transcript (the file must not exist or be empty)"
 
 // modelFlags are the model-connection flags shared by run and plan.
 type modelFlags struct{ baseURL, record, replay string }

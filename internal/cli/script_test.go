@@ -114,7 +114,7 @@ func TestExitcodeCommand(t *testing.T) {
 		fail         bool
 		log          string
 	}{
-		{"match", "exitcode 2 factory run\nstderr '--repo is required'\n", false, ""},
+		{"match", "exitcode 2 factory run\nstderr '--repo, --work-order, --out and --llm-model are required'\n", false, ""},
 		{"match zero", "exitcode 0 factory --help\n", false, ""},
 		{"mismatch", "exitcode 0 factory run\n", true, "factory exited with status 2, want 0"},
 		{"mismatch nonzero", "exitcode 1 factory bogus-subcommand\n", true, "factory exited with status 2, want 1"},
