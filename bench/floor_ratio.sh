@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# floor_ratio.sh — whole-process wall time of one `factory run` attempt against
+# an independent floor script doing the same git + fsync + exec work.
+#
+# Usage (from anywhere inside the module):
+#   FLOOR=/path/to/floor.sh MKREPO=/path/to/mkrepo.sh bash bench/floor_ratio.sh
+#   bash bench/floor_ratio.sh /path/to/floor.sh /path/to/mkrepo.sh
+#
+# Environment (all optional except FLOOR/MKREPO when not given as arguments):
+#   PAIRS=9        A B pairs per path (median of each side is reported)
+#   PATHS="pass fail"
+#   NFILES=10000   tracked files in the repository made by mkrepo.sh
+#   KEEP=1         keep the scratch directory (printed) for inspection
+#   STRACE=1       after timing, count execve'd git processes per attempt (needs strace)
+#
+# A = `bash FLOOR REPO pass|fail`, B = one `factory run` process on a one-file
+# work order (allowed file src/f00042.py, acceptance `true` or `false`,
+# --max-attempts 1), the model answered instantly from a transcript recorded
+# once, before timing, against a throwaway scripted local server. Runs are
+# interleaved A B A B ...; after every run the repository is reset to its
+# committed state off the clock. Times are taken with time.monotonic_ns()
+# around subprocess start and wait, identically for both sides.
+#
+# Requirements: go, git, bash, python3 (for the timing loop and the one-shot
+# recording server).
+set -euo pipefail
+
+FLOOR=${1:-${FLOOR:-}}
+MKREPO=${2:-${MKREPO:-}}
+if [ -z "$FLOOR" ] || [ -z "$MKREPO" ]; then
+	echo "usage: FLOOR=floor.sh MKREPO=mkrepo.sh $0   (or: $0 FLOOR MKREPO)" >&2
+	exit 2
+fi
+FLOOR=$(cd "$(dirname "$FLOOR")" && pwd)/$(basename "$FLOOR")
+MKREPO=$(cd "$(dirname "$MKREPO")" && pwd)/$(basename "$MKREPO")
+PAIRS=${PAIRS:-9}
+PATHS=${PATHS:-pass fail}
+NFILES=${NFILES:-10000}
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/factory-floor.XXXXXX")
+if [ -z "${KEEP:-}" ]; then trap 'rm -rf "$tmp"' EXIT; else echo "scratch: $tmp" >&2; fi
+
+# Same isolated git environment for both sides: no user or system config.
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@factory.invalid GIT_AUTHOR_DATE=2001-01-01T00:00:00Z
+export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@factory.invalid GIT_COMMITTER_DATE=2001-01-01T00:00:00Z
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_COMMON_DIR GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
+
+# The real interpreter, not a pyenv/asdf shim (a shim costs ~100 ms a start).
+py=$(python3 -c 'import sys; print(sys.executable)')
+
+echo "building factory ..." >&2
+(cd "$root" && go build -o "$tmp/factory" ./cmd/factory)
+
+echo "making the $NFILES-file repository with $MKREPO ..." >&2
+repo=$tmp/repo
+bash "$MKREPO" "$repo" "$NFILES"
+git -C "$repo" status --porcelain >/dev/null # settle racily-clean index entries
+
+# Work orders: identical except the acceptance command.
+for mode in pass fail; do
+	accept=true; [ "$mode" = fail ] && accept=false
+	cat >"$tmp/wo-$mode.json" <<EOF
+{
+  "id": "WO-01",
+  "title": "bench: overwrite one file",
+  "intent": "Overwrite src/f00042.py with x = 2.",
+  "allowed_files": ["src/f00042.py"],
+  "forbidden": [],
+  "acceptance_commands": ["$accept"],
+  "context_files": []
+}
+EOF
+done
+
+# Record one transcript per work order against a scripted server that
+# answers every request with the same proposal (the floor's write).
+base_sha=$(sha256sum "$repo/src/f00042.py" | cut -d' ' -f1)
+cat >"$tmp/server.py" <<'EOF'
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+proposal = json.dumps({"summary": "overwrite one file",
+    "writes": [{"path": "src/f00042.py", "base_sha256": sys.argv[2], "content": "x = 2\n"}]})
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        body = json.dumps({"id": "bench", "object": "chat.completion", "created": 0, "model": req["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": proposal}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+s = HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+EOF
+"$py" "$tmp/server.py" "$tmp/port" "$base_sha" &
+server=$!
+for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+reset_repo() { git -C "$repo" reset -q --hard && git -C "$repo" clean -fdq; }
+for mode in pass fail; do
+	want=0; [ "$mode" = fail ] && want=1
+	set +e
+	OPENAI_API_KEY=bench "$tmp/factory" run -q --repo "$repo" --work-order "$tmp/wo-$mode.json" \
+		--out "$tmp/rec-out-$mode" --llm-model bench --max-attempts 1 \
+		--llm-base-url "http://127.0.0.1:$(cat "$tmp/port")/v1" --record "$tmp/transcript-$mode.jsonl" >/dev/null
+	code=$?
+	set -e
+	[ "$code" = "$want" ] || { kill "$server"; echo "recording $mode run exited $code, want $want" >&2; exit 1; }
+	reset_repo
+done
+kill "$server"; wait "$server" 2>/dev/null || true
+
+echo "timing: $PAIRS pairs A B per path ($PATHS); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$py" - "$tmp" "$repo" "$FLOOR" "$PAIRS" $PATHS <<'EOF'
+import os, shutil, statistics, subprocess, sys, time
+tmp, repo, floor, pairs, paths = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+DEVNULL = subprocess.DEVNULL
+
+def reset():
+    subprocess.run(["git", "-C", repo, "reset", "-q", "--hard"], check=True)
+    subprocess.run(["git", "-C", repo, "clean", "-fdq"], check=True)
+    st = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=all"],
+                        check=True, capture_output=True, text=True).stdout
+    if st:
+        sys.exit("repository not clean after reset:\n" + st)
+
+def timed(argv, want):
+    t0 = time.monotonic_ns()
+    p = subprocess.run(argv, stdin=DEVNULL, stdout=DEVNULL, stderr=subprocess.PIPE)
+    dt = (time.monotonic_ns() - t0) / 1e6
+    if p.returncode != want:
+        sys.exit(f"{argv} exited {p.returncode}, want {want}\n{p.stderr.decode()}")
+    return dt
+
+def a(mode):  # the floor restores the repository itself
+    return ["bash", floor, repo, mode], 0
+
+n = 0
+def b(mode):
+    global n
+    n += 1
+    out = os.path.join(tmp, f"out-{mode}-{n}")
+    return [os.path.join(tmp, "factory"), "run", "-q", "--repo", repo,
+            "--work-order", os.path.join(tmp, f"wo-{mode}.json"), "--out", out,
+            "--llm-model", "bench", "--max-attempts", "1",
+            "--replay", os.path.join(tmp, f"transcript-{mode}.jsonl")], (0 if mode == "pass" else 1)
+
+results = {}
+for mode in paths:
+    # One untimed warm-up of each side (page cache, index refresh).
+    for side in (a, b):
+        argv, want = side(mode); timed(argv, want); reset()
+    A, B = [], []
+    for i in range(pairs):
+        argv, want = a(mode); A.append(timed(argv, want)); reset()
+        argv, want = b(mode); B.append(timed(argv, want)); reset()
+        shutil.rmtree(argv[argv.index("--out") + 1], ignore_errors=True)
+    results[mode] = (A, B)
+
+print(f"{'path':<6} {'floor A ms':>11} {'factory B ms':>13} {'B/A':>6}   (median of {pairs} pairs; per-pair B/A min..max)")
+for mode, (A, B) in results.items():
+    ma, mb = statistics.median(A), statistics.median(B)
+    r = [y / x for x, y in zip(A, B)]
+    print(f"{mode:<6} {ma:>11.1f} {mb:>13.1f} {mb/ma:>5.2f}x   ({min(r):.2f}..{max(r):.2f})")
+    print(f"       A: {' '.join(f'{x:.0f}' for x in A)}")
+    print(f"       B: {' '.join(f'{x:.0f}' for x in B)}")
+EOF
+
+if [ -n "${STRACE:-}" ]; then
+	command -v strace >/dev/null || { echo "STRACE=1 needs strace" >&2; exit 1; }
+	for mode in pass fail; do
+		want=0; [ "$mode" = fail ] && want=1
+		for side in floor factory; do
+			if [ "$side" = floor ]; then
+				argv=(bash "$FLOOR" "$repo" "$mode")
+			else
+				argv=("$tmp/factory" run -q --repo "$repo" --work-order "$tmp/wo-$mode.json" --out "$tmp/strace-out-$mode"
+					--llm-model bench --max-attempts 1 --replay "$tmp/transcript-$mode.jsonl")
+			fi
+			set +e
+			strace -f -qq -e trace=execve,fsync,fdatasync -o "$tmp/strace-$side-$mode.txt" "${argv[@]}" >/dev/null 2>&1
+			set -e
+			reset_repo
+			gits=$(grep -c 'execve("[^"]*/git"' "$tmp/strace-$side-$mode.txt" || true)
+			execs=$(grep 'execve(' "$tmp/strace-$side-$mode.txt" | grep -vc ' = -1 ' || true)
+			syncs=$(grep -cE '^[0-9]+ +f(data)?sync\(' "$tmp/strace-$side-$mode.txt" || true)
+			printf '%-5s %-8s git processes %2s  successful execs %2s  fsync calls %2s\n' "$mode" "$side" "$gits" "$execs" "$syncs"
+			grep -o 'execve("[^"]*/git", \[[^]]*\]' "$tmp/strace-$side-$mode.txt" | sed 's/execve("[^"]*", \["git", /    git /; s/", "/ /g; s/"//g; s/\]$//'
+		done
+	done
+fi
