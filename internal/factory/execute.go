@@ -34,9 +34,9 @@ type attempt struct {
 	// the rollback record includes it.
 	metaRestored gitws.RollbackReport
 	verify       []CmdResult
-	accept    []CmdResult
-	brief     *FailureBrief
-	rollback  *RollbackRecord
+	accept       []CmdResult
+	brief        *FailureBrief
+	rollback     *RollbackRecord
 }
 
 // undo is what git cannot put back after TR's writes; it goes into the
