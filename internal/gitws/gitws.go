@@ -377,9 +377,9 @@ type RollbackReport struct {
 // MetaChanges) exactly, deleting files the attempt added there:
 // a planted hook would otherwise run on the user's next commit, and planted
 // config (filter drivers, core.worktree) would steer the git commands
-// Rollback runs next. It then puts HEAD back on the baseline branch, or
-// detaches it at b.Commit if it was detached, before resetting, so that the
-// reset moves the baseline branch and not whatever the attempt checked out.
+// Rollback runs next. HEAD is part of that metadata, so it is back on the
+// baseline branch (or detached at b.Commit) before the reset, which then
+// moves the baseline branch and not whatever the attempt checked out.
 // Branches, tags and stashes the attempt created are left alone and reported
 // in NewRefs.
 //
@@ -430,7 +430,7 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 			return fail(err)
 		}
 		errs = append(errs, metaErrs...)
-		if err := r.restoreHead(ctx, b, &rep); err != nil {
+		if err := r.reportNewRefs(ctx, st, &rep); err != nil {
 			return fail(err)
 		}
 	}

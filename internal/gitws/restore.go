@@ -79,12 +79,11 @@ func (r *Repo) listRefs(ctx context.Context) (refs []string, head string, err er
 	return refs, head, nil
 }
 
-// restoreHead puts HEAD back where it was at baseline, without moving any
-// branch, and reports the refs created since. The reset that follows then
-// moves the baseline branch (or the detached HEAD) to b.Commit.
-func (r *Repo) restoreHead(ctx context.Context, b Baseline, rep *RollbackReport) error {
-	st := b.state
-	refs, head, err := r.listRefs(ctx)
+// reportNewRefs lists in rep the refs created since the baseline. HEAD
+// itself is put back with the rest of the git metadata (restoreMeta), so the
+// reset that follows moves the baseline branch (or the detached HEAD).
+func (r *Repo) reportNewRefs(ctx context.Context, st *baselineState, rep *RollbackReport) error {
+	refs, _, err := r.listRefs(ctx)
 	if err != nil {
 		return err
 	}
@@ -92,24 +91,6 @@ func (r *Repo) restoreHead(ctx context.Context, b Baseline, rep *RollbackReport)
 		if _, found := slices.BinarySearch(st.refs, ref); !found {
 			rep.NewRefs = append(rep.NewRefs, ref)
 		}
-	}
-	const msg = "factory: rollback to baseline"
-	if st.headRef != "" {
-		if head == st.headRef {
-			return nil
-		}
-		// Also right when the attempt deleted the branch: the reset recreates it.
-		if _, err := r.mutate(ctx, "symbolic-ref", "-m", msg, "HEAD", st.headRef); err != nil {
-			return fmt.Errorf("put HEAD back on %s: %w", st.headRef, err)
-		}
-		return nil
-	}
-	// Detached at baseline. When no branch is current now, HEAD is either
-	// detached too or on a branch with no commits (checkout --orphan), which
-	// the reset would create; the ref list cannot tell the two apart, and
-	// detaching is right for both.
-	if _, err := r.mutate(ctx, "update-ref", "-m", msg, "--no-deref", "HEAD", b.Commit); err != nil {
-		return fmt.Errorf("detach HEAD at the baseline commit: %w", err)
 	}
 	return nil
 }
