@@ -104,3 +104,24 @@ func NewRunDir(out, runID string) (string, error) {
 		}
 	}
 }
+
+// AppendJSONLine appends v as one line of JSON to path (created 0644), for
+// append-only event logs. A crash can cut only the last line short.
+func AppendJSONLine(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", path, err)
+	}
+	return nil
+}

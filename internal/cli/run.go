@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/llm"
@@ -68,6 +69,13 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.StringVar(&o.repo, "repo", "", "root of the git repository to work in (required; must be clean and have a commit)")
 	f.StringVar(&o.workOrder, "work-order", "", "work order JSON file (required; see schema/work_order.schema.json)")
 	f.StringVar(&o.out, "out", "", "directory for run artifacts, outside the repository (required)")
+	addAttemptFlags(f, o)
+	return cmd
+}
+
+// addAttemptFlags registers the flags that shape attempts: the model, the
+// commands and the output, shared by run and build.
+func addAttemptFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringVar(&o.model, "llm-model", "", "model name sent to the server, e.g. gpt-4.1 or qwen2.5-coder (required)")
 	f.Float64Var(&o.temperature, "llm-temperature", 0, "sampling temperature")
 	f.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL, e.g. http://localhost:11434/v1 for Ollama (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
@@ -83,20 +91,12 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
 	f.BoolVar(&o.jsonOut, "json", false, "print run_summary.json to stdout instead of the verdict and summary path lines")
-	return cmd
 }
 
 func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	if err := requireFlags("run", required{"--repo", o.repo}, required{"--work-order", o.workOrder},
 		required{"--out", o.out}, required{"--llm-model", o.model}); err != nil {
 		return err
-	}
-	if o.llmTimeout <= 0 {
-		return usagef("--llm-timeout-seconds must be positive")
-	}
-	envMode, err := proc.ParseEnvMode(o.envPolicy)
-	if err != nil {
-		return usagef("--env-policy: %v", err)
 	}
 	data, err := workorder.ReadFile(o.workOrder)
 	if err != nil {
@@ -106,25 +106,15 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	if err != nil {
 		return usagef("work order %s is invalid:\n%s", o.workOrder, indent(err.Error()))
 	}
-	model, err := buildModel(o, env)
+	opts, err := attemptOptions(o, env)
 	if err != nil {
 		return err
 	}
-	python := o.python
-	if python == "" {
-		python = defaultPython()
+	if opts.Model, err = buildModel(o, env); err != nil {
+		return err
 	}
-	progress := env.Stderr
-	if o.quiet {
-		progress = nil
-	}
-	run, err := factory.Preflight(cmd.Context(), factory.Options{
-		Repo: o.repo, WorkOrder: wo, Out: o.out,
-		Model: model, ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
-		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
-		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
-		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv},
-	})
+	opts.Repo, opts.WorkOrder, opts.Out = o.repo, wo, o.out
+	run, err := factory.Preflight(cmd.Context(), opts)
 	if err != nil {
 		return err
 	}
@@ -150,6 +140,32 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 		return failError{}
 	}
 	return nil
+}
+
+// attemptOptions checks the attempt flags and turns them into factory
+// options; the caller sets Repo, WorkOrder, Out and Model.
+func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
+	if o.llmTimeout <= 0 {
+		return factory.Options{}, usagef("--llm-timeout-seconds must be positive")
+	}
+	envMode, err := proc.ParseEnvMode(o.envPolicy)
+	if err != nil {
+		return factory.Options{}, usagef("--env-policy: %v", err)
+	}
+	python := o.python
+	if python == "" {
+		python = defaultPython()
+	}
+	progress := env.Stderr
+	if o.quiet {
+		progress = nil
+	}
+	return factory.Options{
+		ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
+		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
+		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
+		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv},
+	}, nil
 }
 
 func buildModel(o *runOptions, env Env) (llm.Model, error) {

@@ -83,6 +83,10 @@ type state struct {
 	verdict  string
 	treeHash string
 	done     bool
+	// failureKey fingerprints the previous failed attempt (see failureKey).
+	failureKey   string
+	stoppedEarly string
+	mark         time.Time // when the last node ended, for event durations
 }
 
 const (
@@ -97,7 +101,7 @@ func (r *Run) graph() *graph.Graph[state] {
 		Entry: nodeSE,
 		// Four nodes per attempt and one spare: a bound, not a budget.
 		MaxSteps: 4*r.opts.MaxAttempts + 1,
-		After:    r.persist,
+		After:    r.after,
 	}
 	g.Add(nodeSE, r.se, func(s *state) string {
 		if s.cur.brief != nil {
@@ -134,7 +138,7 @@ func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 	res = Result{RunID: r.runID, RunDir: runDir, SummaryPath: filepath.Join(runDir, "run_summary.json")}
 	r.progress("run %s: work order %s, baseline %s, artifacts in %s", r.runID, r.opts.WorkOrder.ID, r.baseline.Commit[:12], runDir)
 
-	s := &state{}
+	s := &state{mark: time.Now()}
 	runErr := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder)
 	if runErr == nil {
 		runErr = r.runGraph(ctx, runDir, s)
@@ -153,6 +157,16 @@ func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 	}
 	summary := r.summary(s, runErr)
 	res.Verdict = summary.Verdict
+	res.Baseline, res.Attempts, res.Usage, res.StoppedEarly = r.baseline, summary.TotalAttempts, summary.Usage, s.stoppedEarly
+	if n := len(s.records); n > 0 {
+		last := s.records[n-1]
+		if res.Verdict == VerdictPass {
+			res.Touched = last.TouchedFiles
+		} else if last.FailureBrief != nil {
+			res.Stage = last.FailureBrief.Stage
+			res.BriefPath = filepath.Join(runDir, fmt.Sprintf("attempt_%d", last.AttemptIndex), "failure_brief.json")
+		}
+	}
 	if err := artifact.WriteJSON(res.SummaryPath, summary); err != nil {
 		return res, errors.Join(runErr, fmt.Errorf("write run summary: %w", err))
 	}
@@ -199,6 +213,7 @@ func (r *Run) summary(s *state, runErr error) RunSummary {
 		LLMModel:       r.opts.ModelName,
 		Attempts:       s.records,
 		EnvPassed:      nonNil(r.envNames),
+		StoppedEarly:   s.stoppedEarly,
 	}
 	if sum.Attempts == nil {
 		sum.Attempts = []AttemptRecord{}
@@ -228,6 +243,29 @@ func (r *Run) rel(abs string) string {
 		return abs
 	}
 	return filepath.ToSlash(p)
+}
+
+// after is the graph's after-node hook: it persists the node's artifacts,
+// then reports the node as an Event.
+func (r *Run) after(ctx context.Context, node string, s *state) error {
+	if err := r.persist(ctx, node, s); err != nil {
+		return err
+	}
+	now := time.Now()
+	ev := Event{Attempt: s.cur.index, Node: node, Duration: now.Sub(s.mark)}
+	s.mark = now
+	switch {
+	case node == nodeSE && s.cur.response != nil:
+		ev.Usage = s.cur.response.Usage
+	case node == nodeFinalize && s.cur.brief == nil:
+		ev.Verdict = VerdictPass
+	case node == nodeFinalize:
+		ev.Verdict, ev.Stage = VerdictFail, s.cur.brief.Stage
+	}
+	if r.opts.OnEvent != nil {
+		r.opts.OnEvent(ev)
+	}
+	return nil
 }
 
 // persist is the after-node hook: each node's artifacts are written as soon
@@ -303,9 +341,16 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 	r.progress("attempt %d/%d: FAIL (%s: %s); %s", a.index, r.opts.MaxAttempts, a.brief.Stage,
 		truncateChars(reason, 300), outcome)
 	s.previous = a.brief
-	if !a.brief.retryable() || a.index >= r.opts.MaxAttempts {
+	key := failureKey(a.brief, r.opts.Out)
+	switch {
+	case !a.brief.retryable() || a.index >= r.opts.MaxAttempts:
 		s.verdict, s.done = VerdictFail, true
+	case key == s.failureKey:
+		// Another try at an identical failure would only burn money.
+		s.verdict, s.done, s.stoppedEarly = VerdictFail, true, StoppedIdenticalFailure
+		r.progress("stopping early: attempt %d failed exactly as attempt %d did", a.index, a.index-1)
 	}
+	s.failureKey = key
 	return nil
 }
 

@@ -45,6 +45,16 @@ type Options struct {
 	// must be outside the repo, or rollback would delete it.
 	RecordPath string
 
+	// Tool names the caller in the attempt journal; "" means "factory run".
+	// `factory build` recovers by itself from a journal its own kind left.
+	Tool string
+	// Lock, when set, is the repository lock the caller already holds for
+	// longer than this run (factory build holds it for the whole build):
+	// Preflight does not take it and Execute does not release it.
+	Lock *gitws.Lock
+	// OnEvent, when set, is called after every node of the graph.
+	OnEvent func(Event)
+
 	// Progress receives one human-readable line per step; nil discards.
 	Progress io.Writer
 	// Heartbeat is how often a line says the run still waits for the model
@@ -110,8 +120,10 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 		return nil, preflightf("--repo: %v", err)
 	}
 	r.repo = repo
-	if r.lock, err = lockRepo(repo); err != nil {
-		return nil, err
+	if opts.Lock == nil {
+		if r.lock, err = lockRepo(repo); err != nil {
+			return nil, err
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -203,6 +215,13 @@ func (r *Run) Close() {
 	}
 }
 
+// CheckOutputDir refuses an output directory (flag names it in the
+// message) that checkOutput would refuse, for callers that write there
+// before Preflight runs.
+func CheckOutputDir(flag, path string, repo *gitws.Repo) error {
+	return checkOutput(flag, path, repo, true)
+}
+
 // checkOutput refuses an output path inside the repository's work tree (files
 // there would dirty the tree and be deleted by rollback) or inside one of its
 // git directories (where git and the metadata restore own every byte), and
@@ -282,6 +301,24 @@ type Result struct {
 	RunID       string
 	RunDir      string
 	SummaryPath string
+	Baseline    gitws.Baseline // the state the run started from
+	Attempts    int
+	// Touched are the files the passing attempt wrote (PASS only).
+	Touched []string
+	// Stage and BriefPath describe the last failed attempt (FAIL only).
+	Stage, BriefPath string
+	StoppedEarly     string // why attempts stopped before --max-attempts, if they did
+	Usage            llm.Usage
+}
+
+// Event is one finished node of the graph, for progress reporting.
+type Event struct {
+	Attempt  int
+	Node     string // "se", "tr", "po", "finalize"
+	Verdict  string // after finalize: PASS, or FAIL for a failed attempt
+	Stage    string // the failure stage, after finalize of a failed attempt
+	Duration time.Duration
+	Usage    llm.Usage // the model call's, after se
 }
 
 func (r *Run) progress(format string, args ...any) {
@@ -319,4 +356,12 @@ func (r *Run) waiting(what string) (stop func()) {
 		close(done)
 		<-finished
 	}
+}
+
+// tool is who the journal says wrote it.
+func (r *Run) tool() string {
+	if r.opts.Tool != "" {
+		return r.opts.Tool
+	}
+	return "factory run"
 }

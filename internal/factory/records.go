@@ -124,5 +124,8 @@ type RunSummary struct {
 	// EnvPassed lists the names (never values) of the environment variables
 	// commands received from factory's environment (see --env-policy).
 	EnvPassed []string `json:"env_passed"`
-	Error     string   `json:"error,omitempty"`
+	// StoppedEarly says why the run stopped before --max-attempts:
+	// "identical failure" when two consecutive attempts failed the same way.
+	StoppedEarly string `json:"stopped_early,omitempty"`
+	Error        string `json:"error,omitempty"`
 }

@@ -27,11 +27,6 @@ type RecoverResult struct {
 // changes nothing. Refusals (not a repository, lock held, unreadable
 // journal) are *PreflightError.
 func Recover(ctx context.Context, repoDir string, progress io.Writer) (RecoverResult, error) {
-	say := func(format string, args ...any) {
-		if progress != nil {
-			fmt.Fprintf(progress, format+"\n", args...)
-		}
-	}
 	repo, err := gitws.Open(ctx, repoDir)
 	if err != nil {
 		return RecoverResult{}, preflightf("--repo: %v", err)
@@ -41,21 +36,41 @@ func Recover(ctx context.Context, repoDir string, progress io.Writer) (RecoverRe
 		return RecoverResult{}, err
 	}
 	defer lock.Unlock()
-	return recoverLocked(ctx, repo, say)
+	return RecoverHeld(ctx, repo, progress)
 }
 
-// recoverLocked is Recover for a caller that holds the repository lock.
-func recoverLocked(ctx context.Context, repo *gitws.Repo, say func(string, ...any)) (RecoverResult, error) {
-	found, err := repo.HasJournal()
-	if err != nil || !found {
-		return RecoverResult{}, err
+// readJournal reads the journal in repo; found is false when there is none.
+func readJournal(repo *gitws.Repo) (j journal, found bool, err error) {
+	if found, err = repo.HasJournal(); err != nil || !found {
+		return j, false, err
 	}
-	var j journal
 	if err := repo.ReadJournal(&j); err != nil {
-		return RecoverResult{}, preflightf("%v (remove it by hand once you have checked the repository)", err)
+		return j, true, preflightf("%v (remove it by hand once you have checked the repository)", err)
 	}
 	if j.Version != journalVersion {
-		return RecoverResult{}, preflightf("journal %s has version %d; this factory reads version %d", repo.JournalPath(), j.Version, journalVersion)
+		return j, true, preflightf("journal %s has version %d; this factory reads version %d", repo.JournalPath(), j.Version, journalVersion)
+	}
+	return j, true, nil
+}
+
+// JournalTool reports whether repo holds the journal of a run that was cut
+// off, and which tool wrote it ("factory run", "factory build").
+func JournalTool(repo *gitws.Repo) (tool string, found bool, err error) {
+	j, found, err := readJournal(repo)
+	return j.Tool, found, err
+}
+
+// RecoverHeld is Recover for a caller that already holds the repository
+// lock (factory build recovers from its own journal before resuming).
+func RecoverHeld(ctx context.Context, repo *gitws.Repo, progress io.Writer) (RecoverResult, error) {
+	say := func(format string, args ...any) {
+		if progress != nil {
+			fmt.Fprintf(progress, format+"\n", args...)
+		}
+	}
+	j, found, err := readJournal(repo)
+	if err != nil || !found {
+		return RecoverResult{}, err
 	}
 	res := RecoverResult{Found: true, Tool: j.Tool, RunDir: j.RunDir}
 	say("recover: found the journal of %s (pid %d, attempt %d, artifacts in %s)", j.Tool, j.PID, j.Attempt, j.RunDir)

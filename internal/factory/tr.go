@@ -170,7 +170,7 @@ func checkNoSymlink(root, p string) error {
 // writeJournal records attempt a in the journal and marks it journaled.
 func (r *Run) writeJournal(a *attempt) error {
 	j := journal{
-		Version: journalVersion, Tool: "factory run", PID: os.Getpid(), RunDir: r.runDir,
+		Version: journalVersion, Tool: r.tool(), PID: os.Getpid(), RunDir: r.runDir,
 		Attempt: a.index, Writes: a.touched, Baseline: r.baseline, Undo: a.undo,
 	}
 	if err := r.repo.WriteJournal(j); err != nil {

@@ -1,0 +1,395 @@
+// Package build turns a specification into a committed, tested repository:
+// spec → plan → every work order through the factory → one commit each.
+// Progress lives in the commits' trailers, so a build resumes where it
+// stopped after a failure, an interrupt or a crash.
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/canon"
+	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// Trailers of a work order's commit; Resume reads progress from them.
+const (
+	TrailerWorkOrder = "Factory-Work-Order"
+	TrailerRunID     = "Factory-Run-Id"
+	TrailerPlan      = "Factory-Plan"
+)
+
+// Verdicts of a build.
+const (
+	VerdictPass        = "PASS"         // every work order passed
+	VerdictFail        = "FAIL"         // a work order failed
+	VerdictPlanInvalid = "PLAN_INVALID" // planning failed: the plan is invalid or not JSON
+	VerdictBudget      = "BUDGET"       // a budget was reached before a model call
+	VerdictError       = "ERROR"        // provider, interrupt or internal error
+)
+
+// Where the plan came from.
+const (
+	PlanCompiled = "compiled" // compiled by the planner for this build
+	PlanReused   = "reused"   // compiled by an earlier build with the same inputs
+	PlanGiven    = "given"    // --plan DIR
+)
+
+// Options configure a build.
+type Options struct {
+	SpecPath string // the specification; exactly one of SpecPath and PlanDir
+	PlanDir  string // an existing plan (factory plan's layout)
+	Repo     string // created (git init + an empty commit) when it does not exist
+	Out      string
+	Branch   string // "" means factory/<plan hash>
+
+	// Planner (without PlanDir).
+	PlannerModel    llm.Model
+	Template        string
+	ReasoningEffort string
+	MaxOutputTokens int64
+	PlanMaxAttempts int
+	Review          bool
+	ReviewModelName string
+
+	// Work orders, as for factory run. Run.Repo, WorkOrder, Out, Lock,
+	// Tool, OnEvent and Progress are set by the build.
+	Run factory.Options
+
+	// Python checks the plan's python -c commands.
+	Python planner.PythonInspector
+	// Spent, when set, reports the tokens and cost of every model call so
+	// far (a metering wrapper around the models above); without it tokens
+	// are summed from the runs and the cost is unknown.
+	Spent func() Spend
+
+	// Progress receives one line per transition; nil is quiet.
+	Progress io.Writer
+}
+
+// RefusedError is a refusal before anything was modified.
+type RefusedError struct{ Msg string }
+
+func (e *RefusedError) Error() string { return e.Msg }
+
+func refusef(format string, args ...any) error {
+	return &RefusedError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Summary is build_summary.json and what --json prints.
+type Summary struct {
+	Verdict    string      `json:"verdict"`
+	PlanHash   string      `json:"plan_hash"`
+	PlanSource string      `json:"plan_source"` // compiled, reused or given
+	PlanDir    string      `json:"plan_dir"`
+	Branch     string      `json:"branch"`
+	BaseCommit string      `json:"base_commit"` // where the build branch started
+	Repo       string      `json:"repo"`
+	BuildDir   string      `json:"build_dir"`
+	Tokens     int64       `json:"tokens"`
+	CostUSD    *float64    `json:"cost_usd"` // null when a model's price is unknown
+	WorkOrders []WorkOrder `json:"work_orders"`
+	// Failed names the work order that stopped the build, if one did.
+	Failed       string `json:"failed,omitempty"`
+	StoppedEarly string `json:"stopped_early,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+// WorkOrder is one work order's line in the summary.
+type WorkOrder struct {
+	ID        string   `json:"id"`
+	Title     string   `json:"title"`
+	Outcome   string   `json:"outcome"` // passed, failed or pending
+	Commit    string   `json:"commit,omitempty"`
+	Stage     string   `json:"stage,omitempty"` // failed: the failure stage
+	Attempts  int      `json:"attempts"`        // in this build process
+	Tokens    int64    `json:"tokens"`
+	CostUSD   *float64 `json:"cost_usd"`
+	RunDir    string   `json:"run_dir,omitempty"`
+	BriefPath string   `json:"failure_brief,omitempty"`
+}
+
+// Work order outcomes.
+const (
+	OutcomePassed  = "passed"
+	OutcomeFailed  = "failed"
+	OutcomePending = "pending"
+)
+
+// builder is one build in progress.
+type builder struct {
+	o        Options
+	repo     *gitws.Repo
+	sum      Summary
+	events   string // events.jsonl
+	plan     *workorder.Manifest
+	base     string
+	tokens   int64 // summed from the planner and the runs, when Spent is nil
+	progress func(format string, args ...any)
+}
+
+// Run builds. The summary is returned (and written to the build directory
+// once there is one) whatever happens; err is a *RefusedError when nothing
+// was modified, else the cause of a non-PASS verdict other than FAIL.
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	b := &builder{o: o, progress: func(string, ...any) {}}
+	if o.Progress != nil {
+		b.progress = func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
+	}
+	b.sum.WorkOrders = []WorkOrder{}
+	unlock, err := b.prepare(ctx)
+	if err != nil {
+		return &b.sum, err
+	}
+	defer unlock()
+	err = b.runAll(ctx)
+	b.total()
+	if err != nil && b.sum.Error == "" {
+		b.sum.Error = err.Error()
+	}
+	b.event(map[string]any{"event": "build_end", "verdict": b.sum.Verdict})
+	if werr := artifact.WriteJSON(filepath.Join(b.sum.BuildDir, "build_summary.json"), b.sum); werr != nil {
+		err = errors.Join(err, fmt.Errorf("write build summary: %w", werr))
+	}
+	return &b.sum, err
+}
+
+// IsProtectedBranch reports whether name is a branch build never works on.
+func IsProtectedBranch(name string) bool { return name == "main" || name == "master" }
+
+// prepare does everything up to the first work order: the checks that
+// refuse, the repository and its lock, recovery, the plan and the branch.
+// It returns the function that releases the lock.
+func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
+	o := b.o
+	if IsProtectedBranch(o.Branch) {
+		return nil, refusef("--branch %s: factory build never works on main or master; give another branch (default factory/<plan hash>)", o.Branch)
+	}
+	if o.Branch != "" {
+		if err := gitws.CheckBranchName(ctx, o.Branch); err != nil {
+			return nil, refusef("--branch: %v", err)
+		}
+	}
+	hash, err := b.planHash()
+	if err != nil {
+		return nil, err
+	}
+	b.sum.PlanHash = hash
+	b.sum.Branch = o.Branch
+	if b.sum.Branch == "" {
+		b.sum.Branch = "factory/" + hash
+	}
+	created, err := b.openRepo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b.sum.Repo = b.repo.Root
+	lock, err := b.repo.Lock()
+	if err != nil {
+		return nil, refusef("repository %s: %v", b.repo.Root, err)
+	}
+	unlock = func() { _ = lock.Unlock() }
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
+	b.o.Run.Lock = lock
+	if err := b.recover(ctx); err != nil {
+		return nil, err
+	}
+	if !created {
+		if err := b.checkClean(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := factory.CheckOutputDir("--out", o.Out, b.repo); err != nil {
+		return nil, refusef("%v", err)
+	}
+	if b.base, err = baseCommit(ctx, b.repo, b.sum.Branch, hash); err != nil {
+		return nil, err
+	}
+	b.sum.BaseCommit = b.base
+	b.sum.BuildDir = filepath.Join(absOrSame(o.Out), "builds", hash)
+	if err := os.MkdirAll(b.sum.BuildDir, 0o755); err != nil {
+		return nil, refusef("--out: create the build directory: %v", err)
+	}
+	b.events = filepath.Join(b.sum.BuildDir, "events.jsonl")
+	b.event(map[string]any{"event": "build_start", "plan_hash": hash, "branch": b.sum.Branch, "base_commit": b.base})
+	if err := b.writePointer(); err != nil {
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// planHash is the build's identity: the compile hash of the planner's
+// inputs, or the hash of a given plan's files.
+func (b *builder) planHash() (string, error) {
+	o := b.o
+	if o.PlanDir != "" {
+		info, err := os.Stat(o.PlanDir)
+		if err != nil {
+			return "", refusef("--plan: %v", err)
+		}
+		if !info.IsDir() {
+			return "", refusef("--plan %s is not a directory; give the directory factory plan wrote (WO-NN.json files and %s)", o.PlanDir, planner.ManifestName)
+		}
+		raw, _, err := planner.LoadPlan(o.PlanDir)
+		if err != nil {
+			return "", refusef("--plan: %v", err)
+		}
+		return canon.SHA256Hex(raw)[:16], nil
+	}
+	spec, err := os.ReadFile(o.SpecPath)
+	if err != nil {
+		return "", refusef("--spec: %v", err)
+	}
+	return planner.CompileHash(string(spec), o.Template, o.Run.ModelName, o.ReasoningEffort), nil
+}
+
+// openRepo opens --repo, creating it when it does not exist.
+func (b *builder) openRepo(ctx context.Context) (created bool, err error) {
+	if _, err := os.Stat(b.o.Repo); errors.Is(err, fs.ErrNotExist) {
+		if b.repo, err = gitws.Init(ctx, b.o.Repo); err != nil {
+			return false, fmt.Errorf("create repository: %w", err)
+		}
+		b.progress("created repository %s (git init and an empty initial commit)", b.repo.Root)
+		return true, nil
+	}
+	if b.repo, err = gitws.Open(ctx, b.o.Repo); err != nil {
+		return false, refusef("--repo: %v", err)
+	}
+	if _, err := b.repo.Head(ctx); err != nil {
+		if errors.Is(err, gitws.ErrNoCommits) {
+			return false, refusef("repository %s has no commits; make an initial commit first", b.repo.Root)
+		}
+		return false, refusef("repository %s: %v", b.repo.Root, err)
+	}
+	return false, nil
+}
+
+// recover restores the repository after a build that was killed in the
+// middle of an attempt; a journal someone else left is refused.
+func (b *builder) recover(ctx context.Context) error {
+	tool, found, err := factory.JournalTool(b.repo)
+	if err != nil {
+		return refusef("repository %s: %v", b.repo.Root, err)
+	}
+	if !found {
+		return nil
+	}
+	if tool != Tool {
+		return refusef("repository %s holds the journal of a %s that was cut off before it could restore the baseline (%s); run 'factory recover --repo %s' first",
+			b.repo.Root, tool, b.repo.JournalPath(), b.repo.Root)
+	}
+	b.progress("build: the previous build was cut off in the middle of an attempt; recovering")
+	if _, err := factory.RecoverHeld(ctx, b.repo, b.o.Progress); err != nil {
+		return fmt.Errorf("recover from the interrupted build: %w", err)
+	}
+	return nil
+}
+
+// Tool is how a build's attempts sign the journal.
+const Tool = "factory build"
+
+func (b *builder) checkClean(ctx context.Context) error {
+	dirty, err := b.repo.Dirty(ctx)
+	if err != nil {
+		return refusef("repository %s: %v", b.repo.Root, err)
+	}
+	if len(dirty) > 0 {
+		return refusef("repository %s has uncommitted changes (commit or stash them first; the build rolls back with git and must not touch your work): %s",
+			b.repo.Root, strings.Join(first(dirty, 5), ", "))
+	}
+	return nil
+}
+
+// baseCommit is the commit the build branch started from: the parent of
+// its first commit for this plan, its tip when it has none yet, or HEAD
+// when the branch does not exist.
+func baseCommit(ctx context.Context, repo *gitws.Repo, branch, planHash string) (string, error) {
+	tip, exists, err := repo.BranchCommit(ctx, branch)
+	if err != nil {
+		return "", err
+	}
+	if !exists {
+		return repo.Head(ctx)
+	}
+	commits, err := repo.Log(ctx, tip)
+	if err != nil {
+		return "", err
+	}
+	base := tip
+	for _, c := range commits { // newest first: the last match is the first commit
+		if c.Trailers[TrailerPlan] == planHash && c.Parent != "" {
+			base = c.Parent
+		}
+	}
+	return base, nil
+}
+
+// Pointer is what build leaves in the git directory so that `factory
+// status` needs only --repo. Progress never comes from it.
+type Pointer struct {
+	PlanHash   string `json:"plan_hash"`
+	PlanDir    string `json:"plan_dir"`
+	PlanSource string `json:"plan_source"`
+	Spec       string `json:"spec,omitempty"`
+	Branch     string `json:"branch"`
+	BuildDir   string `json:"build_dir"`
+}
+
+// PointerFile is the pointer's name in the git directory's factory/.
+const PointerFile = "build.json"
+
+func (b *builder) writePointer() error {
+	p := Pointer{PlanHash: b.sum.PlanHash, Branch: b.sum.Branch, BuildDir: b.sum.BuildDir}
+	if b.o.PlanDir != "" {
+		p.PlanDir, p.PlanSource = absOrSame(b.o.PlanDir), PlanGiven
+	} else {
+		p.PlanDir, p.Spec = b.compiledPlanDir(), absOrSame(b.o.SpecPath)
+	}
+	if err := artifact.WriteJSON(b.repo.FactoryFile(PointerFile), p); err != nil {
+		return fmt.Errorf("write the build pointer: %w", err)
+	}
+	return nil
+}
+
+func (b *builder) compiledPlanDir() string {
+	return filepath.Join(absOrSame(b.o.Out), "plans", b.sum.PlanHash)
+}
+
+func absOrSame(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+func first(items []string, n int) []string {
+	if len(items) > n {
+		return append(items[:n:n], fmt.Sprintf("and %d more", len(items)-n))
+	}
+	return items
+}
+
+// event appends one line to events.jsonl; the log is best effort.
+func (b *builder) event(fields map[string]any) {
+	if b.events == "" {
+		return
+	}
+	fields["ts"] = time.Now().UTC().Format(time.RFC3339Nano)
+	_ = artifact.AppendJSONLine(b.events, fields)
+}

@@ -1,0 +1,65 @@
+package build
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/factory-harness/factory/internal/factory"
+)
+
+// Spend is what the model calls of a build have cost so far.
+type Spend struct {
+	Tokens  int64
+	CostUSD *float64 // nil when a model's price is unknown
+}
+
+func (b *builder) spent() Spend {
+	if b.o.Spent != nil {
+		return b.o.Spent()
+	}
+	return Spend{Tokens: b.tokens}
+}
+
+// delta is what a work order cost: the difference of two Spends.
+func delta(before, after Spend) (int64, *float64) {
+	if before.CostUSD == nil || after.CostUSD == nil {
+		return after.Tokens - before.Tokens, nil
+	}
+	c := *after.CostUSD - *before.CostUSD
+	return after.Tokens - before.Tokens, &c
+}
+
+// total puts the build's spend in the summary.
+func (b *builder) total() {
+	s := b.spent()
+	b.sum.Tokens, b.sum.CostUSD = s.Tokens, s.CostUSD
+}
+
+// onEvent reports one node of a work order's run: a progress line and an
+// events.jsonl record.
+func (b *builder) onEvent(wo string, ev factory.Event) {
+	if b.o.Spent == nil {
+		b.tokens += ev.Usage.TotalTokens
+	}
+	s := b.spent()
+	cost := "cost unknown"
+	if s.CostUSD != nil {
+		cost = fmt.Sprintf("$%.4f", *s.CostUSD)
+	}
+	what := ev.Node
+	switch {
+	case ev.Verdict != "" && ev.Stage != "":
+		what += ": " + ev.Verdict + " (" + ev.Stage + ")"
+	case ev.Verdict != "":
+		what += ": " + ev.Verdict
+	}
+	tokens := ""
+	if ev.Usage.TotalTokens > 0 {
+		tokens = fmt.Sprintf(", %d tokens", ev.Usage.TotalTokens)
+	}
+	b.progress("%s attempt %d: %s (%s%s; build so far: %d tokens, %s)", wo, ev.Attempt, what,
+		ev.Duration.Round(time.Millisecond), tokens, s.Tokens, cost)
+	b.event(map[string]any{"event": "node", "wo": wo, "attempt": ev.Attempt, "node": ev.Node,
+		"verdict": ev.Verdict, "stage": ev.Stage, "tokens": ev.Usage.TotalTokens, "cost_usd": s.CostUSD,
+		"duration_ms": ev.Duration.Milliseconds()})
+}

@@ -1,0 +1,305 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// PlanInvalidError is a plan that failed validation: the given one, or the
+// planner's after every attempt.
+type PlanInvalidError struct {
+	Issues []planner.Issue
+	Where  string // the plan directory or the compile artifacts
+}
+
+func (e *PlanInvalidError) Error() string {
+	return fmt.Sprintf("the plan is invalid (%d errors); see %s", len(e.Issues), e.Where)
+}
+
+// errWorkOrderFailed ends the build at a failed work order (verdict FAIL).
+var errWorkOrderFailed = errors.New("a work order failed")
+
+// runAll gets the plan, switches to the build branch and runs every work
+// order without a commit, in order, stopping at the first that fails.
+func (b *builder) runAll(ctx context.Context) error {
+	if err := b.loadPlan(ctx); err != nil {
+		b.sum.Verdict = verdictOf(err)
+		var invalid *PlanInvalidError
+		if errors.As(err, &invalid) {
+			for _, i := range invalid.Issues {
+				b.progress("%s", i)
+			}
+		}
+		return err
+	}
+	if err := b.repo.SwitchBranch(ctx, b.sum.Branch, b.base); err != nil {
+		b.sum.Verdict = VerdictError
+		return err
+	}
+	passed, err := Passed(ctx, b.repo, "HEAD", b.sum.PlanHash, b.base)
+	if err != nil {
+		b.sum.Verdict = VerdictError
+		return err
+	}
+	for _, wo := range b.plan.WorkOrders {
+		line := WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}
+		if c, ok := passed[wo.ID]; ok {
+			line.Outcome, line.Commit = OutcomePassed, c
+		}
+		b.sum.WorkOrders = append(b.sum.WorkOrders, line)
+	}
+	b.progress("build %s on branch %s: %d work orders, %d already committed", b.sum.PlanHash, b.sum.Branch, len(b.plan.WorkOrders), len(passed))
+	for i := range b.plan.WorkOrders {
+		if b.sum.WorkOrders[i].Outcome == OutcomePassed {
+			continue
+		}
+		if err := b.runOne(ctx, i); err != nil {
+			b.sum.Verdict = verdictOf(err)
+			if errors.Is(err, errWorkOrderFailed) {
+				return nil
+			}
+			return err
+		}
+	}
+	b.sum.Verdict = VerdictPass
+	b.progress("build %s: PASS, %d work orders committed on %s", b.sum.PlanHash, len(b.plan.WorkOrders), b.sum.Branch)
+	return nil
+}
+
+// budgetError is implemented by the error a metered model returns when the
+// next call could exceed the budget.
+type budgetError interface{ BudgetExceeded() bool }
+
+func verdictOf(err error) string {
+	var invalid *PlanInvalidError
+	var budget budgetError
+	switch {
+	case errors.Is(err, errWorkOrderFailed):
+		return VerdictFail
+	case errors.As(err, &invalid):
+		return VerdictPlanInvalid
+	case errors.As(err, &budget) && budget.BudgetExceeded():
+		return VerdictBudget
+	}
+	return VerdictError
+}
+
+// loadPlan validates the given plan, reuses the one compiled for the same
+// inputs, or compiles one — always against the files of the base commit,
+// the state the plan was written for.
+func (b *builder) loadPlan(ctx context.Context) error {
+	files, err := b.repo.FilesAt(ctx, b.base)
+	if err != nil {
+		return err
+	}
+	env := planner.Env{RepoFiles: files, Python: b.o.Python}
+	if b.o.PlanDir != "" {
+		b.sum.PlanSource, b.sum.PlanDir = PlanGiven, absOrSame(b.o.PlanDir)
+		m, err := validPlan(ctx, b.o.PlanDir, env)
+		if err != nil {
+			return err
+		}
+		b.plan = m
+		b.progress("plan: %d work orders from %s", len(m.WorkOrders), b.o.PlanDir)
+		b.event(map[string]any{"event": "plan", "source": PlanGiven, "work_orders": len(m.WorkOrders)})
+		return nil
+	}
+	dir := b.compiledPlanDir()
+	b.sum.PlanDir = dir
+	if _, err := os.Stat(filepath.Join(dir, planner.ManifestName)); err == nil {
+		m, err := validPlan(ctx, dir, env)
+		if err == nil {
+			b.plan, b.sum.PlanSource = m, PlanReused
+			b.progress("plan: reusing %s (%d work orders, no model call)", dir, len(m.WorkOrders))
+			b.event(map[string]any{"event": "plan", "source": PlanReused, "work_orders": len(m.WorkOrders)})
+			return nil
+		}
+		b.progress("plan: the plan in %s no longer validates (%v); compiling a new one", dir, err)
+	}
+	return b.compile(ctx, dir, env)
+}
+
+// validPlan loads the plan in dir and validates it as `factory validate`
+// does; a plan with errors is a *PlanInvalidError.
+func validPlan(ctx context.Context, dir string, env planner.Env) (*workorder.Manifest, error) {
+	raw, _, err := planner.LoadPlan(dir)
+	if err != nil {
+		return nil, &PlanInvalidError{Issues: []planner.Issue{{Code: "E000", Message: err.Error()}}, Where: dir}
+	}
+	res := planner.Validate(ctx, raw, env)
+	if res.PythonErr != nil {
+		return nil, fmt.Errorf("check the plan's python -c commands: %w", res.PythonErr)
+	}
+	if errs := res.Errors(); len(errs) > 0 {
+		return nil, &PlanInvalidError{Issues: errs, Where: dir}
+	}
+	return res.Manifest, nil
+}
+
+func (b *builder) compile(ctx context.Context, dir string, env planner.Env) error {
+	spec, err := os.ReadFile(b.o.SpecPath)
+	if err != nil {
+		return fmt.Errorf("read the spec: %w", err)
+	}
+	artifacts := filepath.Join(dir, "compile_artifacts")
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		return fmt.Errorf("create the plan directory: %w", err)
+	}
+	b.progress("plan: compiling %s with %s into %s", b.o.SpecPath, b.o.Run.ModelName, dir)
+	b.event(map[string]any{"event": "plan_compile_start"})
+	reviewModel := b.o.ReviewModelName
+	if reviewModel == "" {
+		reviewModel = b.o.Run.ModelName
+	}
+	out, err := planner.Compile(ctx, planner.Options{
+		Spec: string(spec), Template: b.o.Template,
+		Model: b.o.PlannerModel, ModelName: b.o.Run.ModelName, ReasoningEffort: b.o.ReasoningEffort,
+		MaxOutputTokens: b.o.MaxOutputTokens, MaxAttempts: b.o.PlanMaxAttempts,
+		Review: b.o.Review, ReviewModelName: reviewModel, MaxReviewCycles: 2,
+		Env: env, ArtifactsDir: artifacts, Progress: b.o.Progress,
+	})
+	if err != nil {
+		var invalid *planner.InvalidPlanError
+		if errors.As(err, &invalid) {
+			return &PlanInvalidError{Issues: invalid.Issues, Where: artifacts}
+		}
+		return fmt.Errorf("plan: %w", err)
+	}
+	if _, err := planner.WritePlan(dir, out.Manifest, planner.CompileInfo{
+		CompileHash: out.Summary.CompileHash, Model: b.o.Run.ModelName, ReasoningEffort: b.o.ReasoningEffort,
+		TemplateSHA256: out.Summary.TemplateSHA256, ValidatorVersion: planner.ValidatorVersion,
+	}); err != nil {
+		return fmt.Errorf("write the plan: %w", err)
+	}
+	b.plan, b.sum.PlanSource = out.Manifest, PlanCompiled
+	b.progress("plan: %d work orders written to %s", len(out.Manifest.WorkOrders), dir)
+	if b.o.Spent == nil {
+		b.tokens += out.Summary.Usage.TotalTokens
+	}
+	b.event(map[string]any{"event": "plan", "source": PlanCompiled, "work_orders": len(out.Manifest.WorkOrders),
+		"tokens": out.Summary.Usage.TotalTokens})
+	return nil
+}
+
+// Passed maps each work order of plan planHash committed on tip since
+// base to its commit, read from the commits' trailers.
+func Passed(ctx context.Context, repo *gitws.Repo, tip, planHash, base string) (map[string]string, error) {
+	commits, err := repo.Log(ctx, tip)
+	if err != nil {
+		return nil, err
+	}
+	passed := map[string]string{}
+	for _, c := range commits {
+		if c.Hash == base {
+			break
+		}
+		if id := c.Trailers[TrailerWorkOrder]; id != "" && c.Trailers[TrailerPlan] == planHash {
+			if _, seen := passed[id]; !seen {
+				passed[id] = c.Hash
+			}
+		}
+	}
+	return passed, nil
+}
+
+// runOne runs work order i through the factory and commits it on PASS.
+func (b *builder) runOne(ctx context.Context, i int) error {
+	wo := b.plan.WorkOrders[i]
+	line := &b.sum.WorkOrders[i]
+	before := b.spent()
+	b.progress("%s: %s", wo.ID, wo.Title)
+	b.event(map[string]any{"event": "wo_start", "wo": wo.ID})
+	opts := b.o.Run
+	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
+	opts.Progress = b.o.Progress
+	opts.OnEvent = func(ev factory.Event) { b.onEvent(wo.ID, ev) }
+	run, err := factory.Preflight(ctx, opts)
+	if err != nil {
+		var pre *factory.PreflightError
+		if errors.As(err, &pre) {
+			line.Outcome, line.Stage = OutcomeFailed, factory.StagePreflight
+			b.sum.Failed = wo.ID
+			b.progress("%s: FAIL (preflight: %v)", wo.ID, err)
+			b.event(map[string]any{"event": "wo_end", "wo": wo.ID, "verdict": "FAIL", "stage": factory.StagePreflight})
+			return errWorkOrderFailed
+		}
+		return err
+	}
+	res, runErr := run.Execute(ctx)
+	line.Attempts, line.RunDir = res.Attempts, res.RunDir
+	line.Tokens, line.CostUSD = delta(before, b.spent())
+	if res.StoppedEarly != "" {
+		b.sum.StoppedEarly = res.StoppedEarly
+	}
+	if runErr != nil {
+		line.Outcome = OutcomeFailed
+		b.sum.Failed = wo.ID
+		b.event(map[string]any{"event": "wo_end", "wo": wo.ID, "verdict": res.Verdict, "error": runErr.Error()})
+		if pe, ok := llm.AsProviderError(runErr); ok {
+			return pe
+		}
+		return runErr
+	}
+	if res.Verdict != factory.VerdictPass {
+		line.Outcome, line.Stage, line.BriefPath = OutcomeFailed, res.Stage, res.BriefPath
+		b.sum.Failed = wo.ID
+		b.progress("%s: FAIL at %s after %d attempt(s); the repository is back at %s; failure brief: %s",
+			wo.ID, res.Stage, res.Attempts, short(res.Baseline.Commit), res.BriefPath)
+		b.event(map[string]any{"event": "wo_end", "wo": wo.ID, "verdict": res.Verdict, "stage": res.Stage})
+		return errWorkOrderFailed
+	}
+	commit, err := b.commit(ctx, wo, res)
+	if err != nil {
+		line.Outcome = OutcomeFailed
+		b.sum.Failed = wo.ID
+		return err
+	}
+	line.Outcome, line.Commit = OutcomePassed, commit
+	b.progress("%s: PASS, committed %s (%s)", wo.ID, short(commit), strings.Join(res.Touched, ", "))
+	b.event(map[string]any{"event": "wo_end", "wo": wo.ID, "verdict": res.Verdict, "commit": commit})
+	return nil
+}
+
+// commit commits exactly the files the passing attempt wrote, then removes
+// what the commands left behind that is neither committed nor a baseline
+// ignored file, so the next work order starts from a clean tree.
+func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factory.Result) (string, error) {
+	msg := fmt.Sprintf("factory: %s %s\n\n%s: %s\n%s: %s\n%s: %s\n", wo.ID, oneLine(wo.Title),
+		TrailerWorkOrder, wo.ID, TrailerRunID, res.RunID, TrailerPlan, b.sum.PlanHash)
+	commit, err := b.repo.CommitPaths(ctx, res.Touched, msg)
+	if err != nil {
+		return "", fmt.Errorf("commit %s: %w", wo.ID, err)
+	}
+	rep, err := b.repo.Rollback(ctx, res.Baseline.Rebased(commit))
+	if err != nil {
+		return commit, fmt.Errorf("clean up after %s: %w", wo.ID, err)
+	}
+	if len(rep.Removed) > 0 {
+		b.progress("%s: removed what the commands left behind: %s", wo.ID, strings.Join(first(rep.Removed, 5), ", "))
+	}
+	if dirty, err := b.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
+		return commit, fmt.Errorf("after committing %s the tree is not clean: %v %s", wo.ID, err, strings.Join(first(dirty, 5), ", "))
+	}
+	return commit, nil
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

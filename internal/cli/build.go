@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/factory-harness/factory/internal/build"
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/planner"
+)
+
+// buildOptions are the flags of `factory build`: those of run that shape
+// attempts, and those of plan that shape the planner.
+type buildOptions struct {
+	run                   runOptions
+	spec, plan, branch    string
+	template, effort      string
+	reviewModel           string
+	maxOutputTokens       int64
+	planMaxAttempts       int
+	review                bool
+	maxWaitSeconds        int
+	pollInterval, backoff time.Duration
+}
+
+func newBuildCmd(env Env) *cobra.Command {
+	o := &buildOptions{}
+	cmd := &cobra.Command{
+		Use:   "build --spec FILE --repo DIR --out DIR --llm-model NAME",
+		Short: "Spec → plan → every work order → one commit each: the whole job, resumable",
+		Long: `Build a repository from a product specification.
+
+The spec is compiled into a plan once (into <out>/plans/<compile hash>/, reused
+without a model call when the same command runs again), or --plan DIR gives one
+(validated first, as 'factory validate' does). The plan is always validated against
+the commit the build branch started from.
+
+--repo is created (git init and one empty commit) when it does not exist; otherwise
+it must be clean. The work happens on --branch (default factory/<plan hash>), created
+from the current HEAD or checked out if it exists; main and master are refused. Each
+work order runs as 'factory run' would; on PASS the files it wrote are committed
+("factory: WO-NN <title>" with Factory-Work-Order, Factory-Run-Id and Factory-Plan
+trailers) and what the commands left behind is removed. The build stops at the first
+FAIL with the repository back at the last commit.
+
+Running the same command again resumes at the first work order without a commit on
+the branch (progress is read from the commits, never from a side file). The
+repository lock is held for the whole build; a build killed in the middle of an
+attempt is recovered by the next build. 'factory status --repo DIR' shows progress.
+
+Artifacts: <out>/builds/<plan hash>/ holds events.jsonl, build_summary.json and one
+directory of run artifacts per work order.
+
+Exit codes: 0 every work order passed; 1 a work order failed, or planning failed;
+2 refused before anything was modified (usage, dirty repo, lock held, main/master);
+3 error (provider, interrupted; rolled back, summary written); 5 budget reached.`,
+		Args: noArgs("build"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBuild(cmd, o, env)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.spec, "spec", "", "product specification file (this or --plan is required)")
+	f.StringVar(&o.plan, "plan", "", "build from this plan directory (WO-NN.json files and WORK_ORDERS_MANIFEST.json, as 'factory plan' writes) instead of a spec")
+	f.StringVar(&o.run.repo, "repo", "", "the git repository to build in (required; created when it does not exist, else it must be clean)")
+	f.StringVar(&o.run.out, "out", "", "directory for plans and build artifacts, outside the repository (required)")
+	f.StringVar(&o.branch, "branch", "", "branch to build on (default factory/<plan hash>; never main or master)")
+	addAttemptFlags(f, &o.run)
+	f.Lookup("max-attempts").Usage = "attempts per work order before the build stops (two identical failures in a row stop it earlier)"
+	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
+	f.IntVar(&o.planMaxAttempts, "plan-max-attempts", 3, "planner calls per validation loop")
+	f.StringVar(&o.template, "template", "", "custom planner prompt template; must contain {{PRODUCT_SPEC}} (default: the built-in one)")
+	f.StringVar(&o.effort, "reasoning-effort", "medium", "planner reasoning effort (e.g. low, medium, high; empty to omit)")
+	f.Int64Var(&o.maxOutputTokens, "max-output-tokens", 64000, "planner output token budget per call")
+	f.BoolVar(&o.review, "review", true, "run the planner's LLM reviewer pass (--no-review to skip)")
+	f.Bool("no-review", false, "skip the planner's LLM reviewer pass")
+	f.StringVar(&o.reviewModel, "review-model", "", "reviewer model (default: --llm-model)")
+	f.IntVar(&o.maxWaitSeconds, "max-wait-seconds", 1800, "bound on waiting for one background planner response")
+	f.DurationVar(&o.pollInterval, "poll-interval", llm.DefaultPollInterval, "how often to poll a background planner response")
+	f.DurationVar(&o.backoff, "retry-backoff", llm.DefaultRetryBase, "first wait before retrying a planner request that failed in transit")
+	return cmd
+}
+
+func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
+	if noReview, _ := cmd.Flags().GetBool("no-review"); noReview {
+		o.review = false
+	}
+	if err := requireFlags("build", required{"--repo", o.run.repo}, required{"--out", o.run.out},
+		required{"--llm-model", o.run.model}); err != nil {
+		return err
+	}
+	switch {
+	case o.spec == "" && o.plan == "":
+		return usagef("--spec FILE or --plan DIR is required (see 'factory build --help')")
+	case o.spec != "" && o.plan != "":
+		return usagef("--spec and --plan cannot be used together: --plan builds from an existing plan")
+	case build.IsProtectedBranch(o.branch):
+		return usagef("--branch %s: factory build never works on main or master; give another branch (default factory/<plan hash>)", o.branch)
+	}
+	if o.planMaxAttempts < 1 || o.maxOutputTokens < 1 || o.maxWaitSeconds < 1 || o.pollInterval <= 0 || o.backoff <= 0 {
+		return usagef("--plan-max-attempts, --max-output-tokens, --max-wait-seconds, --poll-interval and --retry-backoff must be positive")
+	}
+	tmpl, err := o.loadTemplate()
+	if err != nil {
+		return err
+	}
+	attempt, err := attemptOptions(&o.run, env)
+	if err != nil {
+		return err
+	}
+	seModel, plannerModel, err := o.models(env, attempt.Progress)
+	if err != nil {
+		return err
+	}
+	attempt.Model = seModel
+	sum, err := build.Run(cmd.Context(), build.Options{
+		SpecPath: o.spec, PlanDir: o.plan, Repo: o.run.repo, Out: o.run.out, Branch: o.branch,
+		PlannerModel: plannerModel, Template: tmpl, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
+		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: o.reviewModel,
+		Run: attempt, Python: planner.NewPython3Inspector(), Progress: attempt.Progress,
+	})
+	var refused *build.RefusedError
+	if errors.As(err, &refused) {
+		return usagef("%s", refused.Msg)
+	}
+	printBuildSummary(env, o.run.jsonOut, sum)
+	switch sum.Verdict {
+	case build.VerdictPass:
+		return nil
+	case build.VerdictFail:
+		return failError{}
+	case build.VerdictPlanInvalid:
+		return &exitError{code: ExitFail, err: err}
+	case build.VerdictBudget:
+		return &exitError{code: ExitBudget, err: err}
+	}
+	if err == nil {
+		err = errors.New("the build ended without a verdict")
+	}
+	if pe, ok := llm.AsProviderError(err); ok {
+		return &internalError{err: pe}
+	}
+	return &internalError{err: err}
+}
+
+func (o *buildOptions) loadTemplate() (string, error) {
+	if o.template == "" {
+		return planner.DefaultTemplate, nil
+	}
+	b, err := os.ReadFile(o.template)
+	if err != nil {
+		return "", usagef("read template: %v", err)
+	}
+	if err := planner.CheckTemplate(string(b)); err != nil {
+		return "", usagef("template %s: %v", o.template, err)
+	}
+	return string(b), nil
+}
+
+// models connects the work orders' model (Chat Completions) and the
+// planner's (Responses). Under --replay both answer from the one transcript,
+// in the order the build asks.
+func (o *buildOptions) models(env Env, progress io.Writer) (se, plan llm.Model, err error) {
+	if se, err = buildModel(&o.run, env); err != nil {
+		return nil, nil, err
+	}
+	if o.run.replay != "" {
+		return se, se, nil
+	}
+	plan, err = connectModel(env, modelFlags{baseURL: o.run.baseURL, record: o.run.record},
+		func(key, base string) llm.Model {
+			return llm.NewOpenAIResponses(llm.ResponsesConfig{
+				APIKey: key, BaseURL: base, CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
+				MaxWait: time.Duration(o.maxWaitSeconds) * time.Second, Progress: progress,
+				PollInterval: o.pollInterval, RetryBase: o.backoff,
+			})
+		})
+	return se, plan, err
+}
+
+// printBuildSummary prints the summary as JSON, or a short account.
+func printBuildSummary(env Env, asJSON bool, sum *build.Summary) {
+	if asJSON {
+		b, err := json.MarshalIndent(sum, "", "  ")
+		if err == nil {
+			fmt.Fprintf(env.Stdout, "%s\n", b)
+		}
+		return
+	}
+	fmt.Fprintf(env.Stdout, "verdict: %s\nbranch: %s\nplan: %s (%s)\n", sum.Verdict, sum.Branch, sum.PlanDir, sum.PlanSource)
+	for _, w := range sum.WorkOrders {
+		fmt.Fprintf(env.Stdout, "  %s\n", workOrderLine(w))
+	}
+	if sum.BuildDir != "" {
+		fmt.Fprintf(env.Stdout, "build summary: %s/build_summary.json\n", sum.BuildDir)
+	}
+}
+
+// workOrderLine is one work order in build and status output.
+func workOrderLine(w build.WorkOrder) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%-6s %-8s", w.ID, w.Outcome)
+	switch w.Outcome {
+	case build.OutcomePassed:
+		fmt.Fprintf(&sb, " %s", shortCommit(w.Commit))
+	case build.OutcomeFailed:
+		if w.Stage != "" {
+			fmt.Fprintf(&sb, " %s", w.Stage)
+		}
+	}
+	fmt.Fprintf(&sb, "  %s", w.Title)
+	if w.Outcome == build.OutcomeFailed && w.BriefPath != "" {
+		fmt.Fprintf(&sb, "\n         failure brief: %s", w.BriefPath)
+	}
+	return sb.String()
+}
+
+func shortCommit(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

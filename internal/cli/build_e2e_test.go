@@ -1,0 +1,415 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/factory-harness/factory/internal/build"
+	"github.com/factory-harness/factory/internal/llmtest"
+)
+
+// The build tests' product: a calculator library in three work orders.
+const (
+	bVerify    = "set -e\npython3 -m unittest discover -s tests -q\n"
+	bCalcAdd   = "def add(a, b):\n    return a + b\n"
+	bTestAdd   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n"
+	bCalcMul   = bCalcAdd + "\n\ndef multiply(a, b):\n    return a * b\n"
+	bCalcMulX  = bCalcAdd + "\n\ndef multiply(a, b):\n    return a + b\n" // wrong
+	bTestMul   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_multiply(self):\n        self.assertEqual(calc.multiply(3, 4), 12)\n"
+	bCalcSub   = bCalcMul + "\n\ndef subtract(a, b):\n    return a - b\n"
+	bTestSub   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_subtract(self):\n        self.assertEqual(calc.subtract(7, 4), 3)\n"
+)
+
+func cond(kind, path string) map[string]string { return map[string]string{"kind": kind, "path": path} }
+
+// buildPlan is a valid three-order plan. With release set, WO-02's first
+// acceptance command waits until that file exists (for the kill tests).
+func buildPlan(release string) map[string]any {
+	accept2 := []string{"python3 -m unittest tests.test_multiply -q"}
+	if release != "" {
+		wait := `python3 -c "import os, time; [time.sleep(0.05) for _ in iter(lambda: os.path.exists('` + release + `'), True)]"`
+		accept2 = append([]string{wait}, accept2...)
+	}
+	return map[string]any{
+		"verify_contract": map[string]any{
+			"command":  "bash scripts/verify.sh",
+			"requires": []any{cond("file_exists", "scripts/verify.sh"), cond("file_exists", "tests/__init__.py")},
+		},
+		"work_orders": []any{
+			map[string]any{
+				"id": "WO-01", "title": "Skeleton and add()", "intent": "Create calc.add, its test and scripts/verify.sh.",
+				"preconditions":       []any{cond("file_absent", "calc.py"), cond("file_absent", "scripts/verify.sh")},
+				"postconditions":      []any{cond("file_exists", "scripts/verify.sh"), cond("file_exists", "tests/__init__.py"), cond("file_exists", "tests/test_add.py"), cond("file_exists", "calc.py")},
+				"allowed_files":       []string{"scripts/verify.sh", "tests/__init__.py", "tests/test_add.py", "calc.py"},
+				"forbidden":           []string{},
+				"acceptance_commands": []string{"python3 -m unittest tests.test_add -q"},
+				"context_files":       []string{"scripts/verify.sh", "tests/__init__.py", "tests/test_add.py", "calc.py"},
+			},
+			map[string]any{
+				"id": "WO-02", "title": "multiply()", "intent": "Add calc.multiply with a test.",
+				"preconditions":       []any{cond("file_exists", "calc.py")},
+				"postconditions":      []any{cond("file_exists", "calc.py"), cond("file_exists", "tests/test_multiply.py")},
+				"allowed_files":       []string{"calc.py", "tests/test_multiply.py"},
+				"forbidden":           []string{"scripts/verify.sh"},
+				"acceptance_commands": accept2,
+				"context_files":       []string{"calc.py", "tests/test_multiply.py"},
+			},
+			map[string]any{
+				"id": "WO-03", "title": "subtract()", "intent": "Add calc.subtract with a test.",
+				"preconditions":       []any{cond("file_exists", "calc.py")},
+				"postconditions":      []any{cond("file_exists", "calc.py"), cond("file_exists", "tests/test_subtract.py")},
+				"allowed_files":       []string{"calc.py", "tests/test_subtract.py"},
+				"forbidden":           []string{"scripts/verify.sh"},
+				"acceptance_commands": []string{"python3 -m unittest tests.test_subtract -q"},
+				"context_files":       []string{"calc.py", "tests/test_subtract.py"},
+			},
+		},
+	}
+}
+
+// The model's replies, one per work order.
+var (
+	replyWO01 = llmtest.Reply{Content: llmtest.Proposal("skeleton",
+		llmtest.Write{Path: "scripts/verify.sh", BaseSHA256: sha(""), Content: bVerify},
+		llmtest.Write{Path: "tests/__init__.py", BaseSHA256: sha(""), Content: ""},
+		llmtest.Write{Path: "tests/test_add.py", BaseSHA256: sha(""), Content: bTestAdd},
+		llmtest.Write{Path: "calc.py", BaseSHA256: sha(""), Content: bCalcAdd})}
+	replyWO02 = llmtest.Reply{Content: llmtest.Proposal("multiply",
+		llmtest.Write{Path: "calc.py", BaseSHA256: sha(bCalcAdd), Content: bCalcMul},
+		llmtest.Write{Path: "tests/test_multiply.py", BaseSHA256: sha(""), Content: bTestMul})}
+	replyWO02Bad = llmtest.Reply{Content: llmtest.Proposal("multiply",
+		llmtest.Write{Path: "calc.py", BaseSHA256: sha(bCalcAdd), Content: bCalcMulX},
+		llmtest.Write{Path: "tests/test_multiply.py", BaseSHA256: sha(""), Content: bTestMul})}
+	replyWO03 = llmtest.Reply{Content: llmtest.Proposal("subtract",
+		llmtest.Write{Path: "calc.py", BaseSHA256: sha(bCalcMul), Content: bCalcSub},
+		llmtest.Write{Path: "tests/test_subtract.py", BaseSHA256: sha(""), Content: bTestSub})}
+)
+
+type buildFixture struct {
+	repo, out, plan string
+	baseline        map[string]string
+}
+
+// newBuildFixture makes a repository with a README, a .gitignore and
+// ignored user files (.env, .venv/) every step must keep, and writes plan.
+func newBuildFixture(t *testing.T, plan map[string]any) *buildFixture {
+	t.Helper()
+	f := &buildFixture{
+		repo: newRepo(t, map[string]string{"README.md": "calc\n", ".gitignore": ".env\n.venv/\n__pycache__/\n"}),
+		out:  filepath.Join(t.TempDir(), "out"),
+		plan: filepath.Join(t.TempDir(), "plan"),
+	}
+	writeFiles(t, f.repo, map[string]string{".env": "SECRET=1\n", ".venv/bin/activate": "# venv\n"})
+	if err := os.MkdirAll(f.plan, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, wo := range plan["work_orders"].([]any) {
+		m := wo.(map[string]any)
+		data, _ := json.MarshalIndent(m, "", "  ")
+		writeFiles(t, f.plan, map[string]string{m["id"].(string) + ".json": string(data)})
+	}
+	manifest, _ := json.MarshalIndent(plan, "", "  ")
+	writeFiles(t, f.plan, map[string]string{"WORK_ORDERS_MANIFEST.json": string(manifest)})
+	f.baseline = treeSnapshot(t, f.repo)
+	return f
+}
+
+func (f *buildFixture) args(srvURL string, extra ...string) []string {
+	return append([]string{"build", "--plan", f.plan, "--repo", f.repo, "--out", f.out,
+		"--llm-model", "test-model", "--llm-base-url", srvURL, "--timeout-seconds", "60", "--max-attempts", "3"}, extra...)
+}
+
+func (f *buildFixture) build(t *testing.T, srvURL string, extra ...string) runOut {
+	t.Helper()
+	return runFactory(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=test-key"), f.args(srvURL, extra...)...)
+}
+
+func (f *buildFixture) status(t *testing.T) build.Status {
+	t.Helper()
+	res := runFactory(t, nil, "status", "--repo", f.repo, "--json")
+	if res.code != ExitPass {
+		t.Fatalf("status: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	var st build.Status
+	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, res.stdout)
+	}
+	return st
+}
+
+func outcomes(st build.Status) []string {
+	var out []string
+	for _, w := range st.WorkOrders {
+		out = append(out, w.ID+":"+w.Outcome+":"+w.Stage)
+	}
+	return out
+}
+
+// checkCommits checks the build branch holds one commit per passed work
+// order, on top of the base, with exactly the files its proposal wrote and
+// the trailers resume reads.
+func checkCommits(t *testing.T, repo, base string, want map[string][]string) {
+	t.Helper()
+	log := git(t, repo, "log", "--reverse", "--format=%H", base+"..HEAD")
+	commits := strings.Fields(log)
+	if len(commits) != len(want) {
+		t.Fatalf("commits since base: %d, want %d", len(commits), len(want))
+	}
+	for i, c := range commits {
+		id := []string{"WO-01", "WO-02", "WO-03"}[i]
+		subject := git(t, repo, "log", "-1", "--format=%s", c)
+		if !strings.HasPrefix(subject, "factory: "+id+" ") {
+			t.Errorf("commit %d subject %q", i+1, subject)
+		}
+		trailers := git(t, repo, "log", "-1", "--format=%(trailers:only,unfold)", c)
+		for _, tr := range []string{"Factory-Work-Order: " + id, "Factory-Run-Id: ", "Factory-Plan: "} {
+			if !strings.Contains(trailers, tr) {
+				t.Errorf("%s commit lacks trailer %q:\n%s", id, tr, trailers)
+			}
+		}
+		files := strings.Fields(git(t, repo, "show", "--name-only", "--format=", c))
+		slices.Sort(files)
+		if !slices.Equal(files, want[id]) {
+			t.Errorf("%s commit holds %v, want %v", id, files, want[id])
+		}
+	}
+}
+
+var committed = map[string][]string{
+	"WO-01": {"calc.py", "scripts/verify.sh", "tests/__init__.py", "tests/test_add.py"},
+	"WO-02": {"calc.py", "tests/test_multiply.py"},
+	"WO-03": {"calc.py", "tests/test_subtract.py"},
+}
+
+// checkClean checks nothing is left but the user's ignored files.
+func checkClean(t *testing.T, repo string) {
+	t.Helper()
+	if st := git(t, repo, "status", "--porcelain", "--ignored", "--untracked-files=all"); st != "!! .env\n!! .venv/bin/activate" {
+		t.Errorf("work tree not clean:\n%s", st)
+	}
+	if env, _ := os.ReadFile(filepath.Join(repo, ".env")); string(env) != "SECRET=1\n" {
+		t.Errorf(".env = %q", env)
+	}
+}
+
+func TestBuildAllPass(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	srv := llmtest.Start(t, replyWO01, replyWO02, replyWO03)
+	mainBefore := git(t, f.repo, "rev-parse", "main")
+	res := f.build(t, srv.URL, "--json")
+	if res.code != ExitPass {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	var sum build.Summary
+	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
+		t.Fatalf("--json: %v\n%s", err, res.stdout)
+	}
+	if sum.Verdict != build.VerdictPass || sum.PlanSource != build.PlanGiven || sum.Branch != "factory/"+sum.PlanHash ||
+		len(sum.WorkOrders) != 3 || sum.Tokens == 0 || sum.Repo == "" {
+		t.Errorf("summary = %+v", sum)
+	}
+	for _, w := range sum.WorkOrders {
+		if w.Outcome != build.OutcomePassed || len(w.Commit) != 40 || w.Attempts != 1 {
+			t.Errorf("work order %+v", w)
+		}
+	}
+	if got := git(t, f.repo, "rev-parse", "main"); got != mainBefore {
+		t.Errorf("main moved: %s → %s", mainBefore, got)
+	}
+	if got := git(t, f.repo, "branch", "--show-current"); got != sum.Branch {
+		t.Errorf("current branch %q, want %q", got, sum.Branch)
+	}
+	checkCommits(t, f.repo, mainBefore, committed)
+	checkClean(t, f.repo)
+	if got := git(t, f.repo, "show", "HEAD:calc.py"); got+"\n" != bCalcSub {
+		t.Errorf("calc.py at HEAD = %q", got)
+	}
+	st := f.status(t)
+	if !st.Complete || !slices.Equal(outcomes(st), []string{"WO-01:passed:", "WO-02:passed:", "WO-03:passed:"}) {
+		t.Errorf("status after = %+v", st)
+	}
+	events, err := os.ReadFile(filepath.Join(sum.BuildDir, "events.jsonl"))
+	if err != nil || !strings.Contains(string(events), `"event":"build_end"`) || !strings.Contains(string(events), `"node":"po"`) {
+		t.Errorf("events.jsonl: %v\n%s", err, events)
+	}
+
+	// The same command again: nothing to do, no model call.
+	again := f.build(t, srv.URL)
+	if again.code != ExitPass || srv.Remaining() != 0 || !strings.Contains(again.stderr, "3 already committed") {
+		t.Errorf("second build: exit %d\n%s", again.code, again.stderr)
+	}
+}
+
+func TestBuildFailThenResume(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	// WO-02 fails twice the same way: the third attempt is never asked for.
+	srv := llmtest.Start(t, replyWO01, replyWO02Bad, replyWO02Bad, replyWO02)
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	res := f.build(t, srv.URL, "--json")
+	if res.code != ExitFail {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", res.code, ExitFail, res.stdout, res.stderr)
+	}
+	if srv.Remaining() != 1 {
+		t.Errorf("%d scripted replies left, want 1 (early stop after two identical failures)", srv.Remaining())
+	}
+	var sum build.Summary
+	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	wo2 := sum.WorkOrders[1]
+	if sum.Verdict != build.VerdictFail || sum.Failed != "WO-02" || sum.StoppedEarly != "identical failure" ||
+		wo2.Outcome != build.OutcomeFailed || wo2.Stage != "verify_failed" || wo2.Attempts != 2 {
+		t.Errorf("summary = %+v", sum)
+	}
+	if _, err := os.Stat(wo2.BriefPath); err != nil {
+		t.Errorf("failure brief: %v", err)
+	}
+	checkCommits(t, f.repo, base, map[string][]string{"WO-01": committed["WO-01"]})
+	checkClean(t, f.repo)
+	if got := outcomes(f.status(t)); !slices.Equal(got, []string{"WO-01:passed:", "WO-02:failed:verify_failed", "WO-03:pending:"}) {
+		t.Errorf("status after the failure = %v", got)
+	}
+
+	fixed := llmtest.Start(t, replyWO02, replyWO03)
+	again := f.build(t, fixed.URL)
+	if again.code != ExitPass {
+		t.Fatalf("resume: exit %d\n%s%s", again.code, again.stdout, again.stderr)
+	}
+	if fixed.Remaining() != 0 || !strings.Contains(fixed.UserPrompt(0), "WO-02") {
+		t.Errorf("resume did not start at WO-02: first prompt %q", fixed.UserPrompt(0)[:min(200, len(fixed.UserPrompt(0)))])
+	}
+	checkCommits(t, f.repo, base, committed)
+	checkClean(t, f.repo)
+}
+
+func TestBuildRefusesMainBranch(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	srv := llmtest.Start(t)
+	res := f.build(t, srv.URL, "--branch", "main")
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "--branch main") {
+		t.Fatalf("exit %d, want %d naming the branch\n%s", res.code, ExitUsage, res.stderr)
+	}
+	sameTree(t, f.baseline, treeSnapshot(t, f.repo))
+	if _, err := os.Stat(f.out); err == nil {
+		t.Errorf("--out was created")
+	}
+}
+
+func TestBuildCreatesRepository(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	f.repo = filepath.Join(t.TempDir(), "new", "repo")
+	srv := llmtest.Start(t, replyWO01, replyWO02, replyWO03)
+	res := f.build(t, srv.URL)
+	if res.code != ExitPass {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	root := git(t, f.repo, "rev-list", "--max-parents=0", "HEAD")
+	if files := git(t, f.repo, "show", "--name-only", "--format=", root); files != "" {
+		t.Errorf("initial commit holds %q, want nothing", files)
+	}
+	checkCommits(t, f.repo, root, committed)
+}
+
+// A factory build killed (SIGKILL) while WO-02's acceptance command runs
+// leaves a journal; the next build, or factory recover, restores the tree
+// (the ignored .env and .venv/ kept) and the build completes. Meanwhile a
+// second build or run is refused.
+func TestBuildKilledThenResumes(t *testing.T) {
+	for _, via := range []string{"build", "recover"} {
+		t.Run(via, func(t *testing.T) {
+			release := filepath.Join(t.TempDir(), "release")
+			f := newBuildFixture(t, buildPlan(release))
+			srv := llmtest.Start(t, replyWO01, replyWO02)
+			base := git(t, f.repo, "rev-parse", "HEAD")
+			first := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(srv.URL)...)
+			if err := first.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "WO-02's slow command", func() bool {
+				return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && exists(filepath.Join(f.repo, "tests", "test_multiply.py"))
+			})
+			second := f.build(t, srv.URL)
+			if second.code != ExitUsage || !strings.Contains(second.stderr, "is working on this repository") {
+				t.Errorf("second build while the first runs: exit %d\n%s", second.code, second.stderr)
+			}
+			first.Process.Kill()
+			first.Wait()
+
+			if via == "recover" {
+				rec := runFactory(t, nil, "recover", "--repo", f.repo)
+				if rec.code != ExitPass || !strings.Contains(rec.stderr, "killed the command") {
+					t.Fatalf("recover: exit %d\n%s%s", rec.code, rec.stdout, rec.stderr)
+				}
+				checkClean(t, f.repo)
+			}
+			writeFiles(t, filepath.Dir(release), map[string]string{"release": ""})
+			fixed := llmtest.Start(t, replyWO02, replyWO03)
+			res := f.build(t, fixed.URL)
+			if via == "build" && !strings.Contains(res.stderr, "recovering") {
+				t.Errorf("the build did not say it recovered:\n%s", res.stderr)
+			}
+			if res.code != ExitPass {
+				t.Fatalf("build after the kill: exit %d\n%s", res.code, res.stderr)
+			}
+			checkCommits(t, f.repo, base, committed)
+			checkClean(t, f.repo)
+		})
+	}
+}
+
+// TestBuildFromSpec compiles the plan with the planner (Responses API) and
+// builds it; the same command again reuses the plan without a model call.
+func TestBuildFromSpec(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	planJSON, _ := json.Marshal(buildPlan(""))
+	planner := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: string(planJSON)})
+	se := llmtest.Start(t, replyWO01, replyWO02, replyWO03)
+	url := routeByPath(t, map[string]string{"/v1/responses": planner.URL, "/v1/chat/completions": se.URL})
+	spec := filepath.Join(t.TempDir(), "spec.md")
+	writeFiles(t, filepath.Dir(spec), map[string]string{"spec.md": "# calc\nA calculator library with add, multiply and subtract.\n"})
+	args := []string{"build", "--spec", spec, "--repo", f.repo, "--out", f.out, "--llm-model", "test-model",
+		"--llm-base-url", url, "--no-review", "--poll-interval", "10ms", "--timeout-seconds", "60"}
+	env := append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k")
+	res := runFactory(t, env, args...)
+	if res.code != ExitPass {
+		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if planner.Remaining() != 0 || se.Remaining() != 0 {
+		t.Errorf("unused replies: planner %d, se %d", planner.Remaining(), se.Remaining())
+	}
+	st := f.status(t)
+	if st.PlanSource != build.PlanCompiled || st.Spec != spec || !st.Complete {
+		t.Errorf("status = %+v", st)
+	}
+	again := runFactory(t, env, args...)
+	if again.code != ExitPass || !strings.Contains(again.stderr, "reusing") {
+		t.Errorf("second build: exit %d\n%s", again.code, again.stderr)
+	}
+}
+
+// routeByPath serves one base URL that forwards each path prefix to its
+// own scripted server, so planner and SE calls can share --llm-base-url.
+func routeByPath(t *testing.T, routes map[string]string) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	for prefix, target := range routes {
+		u, err := url.Parse(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+		mux.Handle(prefix, proxy)
+		mux.Handle(prefix+"/", proxy)
+	}
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return ts.URL + "/v1"
+}

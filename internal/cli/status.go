@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/factory-harness/factory/internal/build"
+)
+
+type statusOptions struct {
+	repo    string
+	jsonOut bool
+}
+
+func newStatusCmd(env Env) *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status --repo DIR",
+		Short: "Show the progress of the last 'factory build' in a repository",
+		Long: `Show where the last build's plan came from and each work order's outcome:
+passed (with its commit), failed (with the stage, e.g. acceptance_failed) or pending.
+
+Progress is read from the build branch's commits (their Factory-Work-Order and
+Factory-Plan trailers); the build leaves only a pointer to its plan and output in the
+git directory. Safe to run while a build works: it takes no lock and changes nothing.
+
+Exit codes: 0 printed (whatever the build's state), 2 not a repository or no build
+has run in it.`,
+		Args: noArgs("status"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireFlags("status", required{"--repo", o.repo}); err != nil {
+				return err
+			}
+			st, err := build.ReadStatus(cmd.Context(), o.repo)
+			if errors.Is(err, build.ErrNoBuild) {
+				return usagef("%v (run 'factory build' first)", err)
+			}
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if o.jsonOut {
+				b, err := json.MarshalIndent(st, "", "  ")
+				if err != nil {
+					return &internalError{err: err}
+				}
+				fmt.Fprintf(env.Stdout, "%s\n", b)
+				return nil
+			}
+			printStatus(env, st)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.repo, "repo", "", "the repository a build ran in (required)")
+	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print the status as JSON")
+	return cmd
+}
+
+func printStatus(env Env, st *build.Status) {
+	from := st.PlanSource
+	if st.Spec != "" {
+		from += " from " + st.Spec
+	}
+	fmt.Fprintf(env.Stdout, "repository: %s\nbranch: %s\nplan: %s %s (%s)\n", st.Repo, st.Branch, st.PlanHash, st.PlanDir, from)
+	if !st.Planned {
+		fmt.Fprintln(env.Stdout, "no plan written yet")
+		return
+	}
+	passed := 0
+	for _, w := range st.WorkOrders {
+		if w.Outcome == build.OutcomePassed {
+			passed++
+		}
+		fmt.Fprintf(env.Stdout, "  %s\n", workOrderLine(w))
+	}
+	state := "in progress"
+	if st.Complete {
+		state = "complete"
+	}
+	fmt.Fprintf(env.Stdout, "%d/%d work orders passed (%s)\n", passed, len(st.WorkOrders), state)
+}

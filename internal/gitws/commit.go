@@ -1,0 +1,198 @@
+package gitws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/factory-harness/factory/internal/proc"
+)
+
+// FallbackName and FallbackEmail sign commits in a repository whose user has
+// no git identity configured, instead of failing at the first commit.
+const (
+	FallbackName  = "factory"
+	FallbackEmail = "factory@factory.invalid"
+)
+
+// Init creates dir (and its parents) as a new git repository with one empty
+// commit, "factory: initial empty commit", on git's default branch.
+func Init(ctx context.Context, dir string) (*Repo, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create repository %s: %w", dir, err)
+	}
+	if _, err := runGit(ctx, dir, gitEnv(false), nil, "init", "-q", "."); err != nil {
+		return nil, fmt.Errorf("git init %s: %w", dir, err)
+	}
+	r, err := Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.commit(ctx, "--allow-empty", "-m", "factory: initial empty commit"); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// identity returns -c options that sign commits with the fallback identity
+// when neither git's configuration nor the environment gives one.
+func (r *Repo) identity(ctx context.Context) []string {
+	var opts []string
+	for _, k := range []struct{ key, env, fallback string }{
+		{"user.name", "GIT_AUTHOR_NAME", FallbackName},
+		{"user.email", "GIT_AUTHOR_EMAIL", FallbackEmail},
+	} {
+		if os.Getenv(k.env) != "" {
+			continue
+		}
+		if out, err := r.query(ctx, "config", "--get", k.key); err == nil && strings.TrimSpace(string(out)) != "" {
+			continue
+		}
+		opts = append(opts, "-c", k.key+"="+k.fallback)
+	}
+	return opts
+}
+
+// commit runs git commit with args and returns the new HEAD.
+func (r *Repo) commit(ctx context.Context, args ...string) (string, error) {
+	argv := append(r.identity(ctx), append([]string{"commit", "-q", "--no-verify", "--no-gpg-sign"}, args...)...)
+	if _, err := r.mutate(ctx, argv...); err != nil {
+		return "", fmt.Errorf("git commit in %s: %w", r.Root, err)
+	}
+	return r.Head(ctx)
+}
+
+// CommitPaths stages exactly paths (slash-separated, relative to the root;
+// ignored ones too: they were asked for by name) and commits them alone
+// with message. Anything else staged would be committed too, so call it on
+// a tree whose index matches HEAD.
+func (r *Repo) CommitPaths(ctx context.Context, paths []string, message string) (string, error) {
+	if len(paths) == 0 {
+		return "", errors.New("commit: no paths given")
+	}
+	args := append([]string{"add", "-f", "--"}, paths...)
+	if _, err := r.mutate(ctx, args...); err != nil {
+		return "", fmt.Errorf("git add in %s: %w", r.Root, err)
+	}
+	return r.commit(ctx, "-m", message)
+}
+
+// CurrentBranch returns the short name of the branch HEAD is on, or "" when
+// HEAD is detached.
+func (r *Repo) CurrentBranch(ctx context.Context) (string, error) {
+	out, err := r.query(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+	if err != nil {
+		var re *proc.RunError
+		if errors.As(err, &re) && re.ExitCode == 1 {
+			return "", nil
+		}
+		return "", fmt.Errorf("current branch of %s: %w", r.Root, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// BranchCommit returns the commit branch points at, and false when there is
+// no such branch.
+func (r *Repo) BranchCommit(ctx context.Context, branch string) (string, bool, error) {
+	out, err := r.query(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+branch+"^{commit}")
+	if err != nil {
+		var re *proc.RunError
+		if errors.As(err, &re) && re.ExitCode == 1 {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("look up branch %s in %s: %w", branch, r.Root, err)
+	}
+	return strings.TrimSpace(string(out)), true, nil
+}
+
+// CheckBranchName refuses a name git would not accept as a branch.
+func CheckBranchName(ctx context.Context, name string) error {
+	if strings.HasPrefix(name, "-") {
+		return fmt.Errorf("branch name %q starts with '-'", name)
+	}
+	if _, err := runGit(ctx, os.TempDir(), gitEnv(true), nil, "check-ref-format", "--branch", name); err != nil {
+		return fmt.Errorf("%q is not a valid branch name", name)
+	}
+	return nil
+}
+
+// SwitchBranch checks out branch, creating it at start when it does not
+// exist. The tree must be clean: a checkout carries local changes along.
+func (r *Repo) SwitchBranch(ctx context.Context, branch, start string) error {
+	_, exists, err := r.BranchCommit(ctx, branch)
+	if err != nil {
+		return err
+	}
+	args := []string{"checkout", "-q", branch, "--"}
+	if !exists {
+		args = []string{"checkout", "-q", "-b", branch, start, "--"}
+	}
+	if _, err := r.mutate(ctx, args...); err != nil {
+		return fmt.Errorf("check out branch %s in %s: %w", branch, r.Root, err)
+	}
+	return nil
+}
+
+// Commit is one commit as Log reads it.
+type Commit struct {
+	Hash     string
+	Subject  string
+	Parent   string            // first parent; "" for a root commit
+	Trailers map[string]string // the last value of each trailer key
+}
+
+// Log lists the commits reachable from tip, newest first, following first
+// parents only (the build's own line of history).
+func (r *Repo) Log(ctx context.Context, tip string) ([]Commit, error) {
+	const sep, end = "\x1f", "\x1e"
+	out, err := r.query(ctx, "log", "--first-parent", "--format=%H"+sep+"%P"+sep+"%s"+sep+"%(trailers:only,unfold)"+end, tip, "--")
+	if err != nil {
+		return nil, fmt.Errorf("git log %s in %s: %w", tip, r.Root, err)
+	}
+	var commits []Commit
+	for _, rec := range strings.Split(string(out), end) {
+		rec = strings.TrimLeft(rec, "\n")
+		if rec == "" {
+			continue
+		}
+		f := strings.SplitN(rec, sep, 4)
+		if len(f) != 4 {
+			return nil, fmt.Errorf("git log in %s: unexpected record %q", r.Root, rec)
+		}
+		c := Commit{Hash: f[0], Subject: f[2], Trailers: map[string]string{}}
+		c.Parent, _, _ = strings.Cut(f[1], " ")
+		for _, line := range strings.Split(f[3], "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				c.Trailers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+		}
+		commits = append(commits, c)
+	}
+	return commits, nil
+}
+
+// FilesAt lists the files of commit rev, slash-separated and sorted, as
+// Files does for HEAD.
+func (r *Repo) FilesAt(ctx context.Context, rev string) ([]string, error) {
+	out, err := r.query(ctx, "ls-tree", "-r", "-z", "--name-only", "--full-tree", rev+"^{commit}", "--")
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s in %s: %w", rev, r.Root, err)
+	}
+	return splitNUL(out), nil
+}
+
+// Rebased returns a Baseline that restores the work tree to commit while
+// keeping what b keeps (its ignored files, empty directories and modes). It
+// leaves git metadata, refs and HEAD alone, so that after a commit the
+// leftovers of the commands can be cleaned without undoing the commit.
+func (b Baseline) Rebased(commit string) Baseline {
+	return Baseline{Commit: commit, Ignored: b.Ignored, EmptyDirs: b.EmptyDirs, Modes: b.Modes}
+}
+
+// FactoryFile is the path of name in the factory's directory inside the git
+// directory, where the lock, the journal and build pointers live.
+func (r *Repo) FactoryFile(name string) string {
+	return r.factoryPath(name)
+}
