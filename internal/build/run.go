@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,7 +222,9 @@ func (b *builder) runOne(ctx context.Context, i int) error {
 	b.event(map[string]any{"event": "wo_start", "wo": wo.ID})
 	opts := b.o.Run
 	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
-	opts.Progress = b.o.Progress
+	if b.o.Progress != nil {
+		opts.Progress = indented{b.o.Progress}
+	}
 	opts.OnEvent = func(ev factory.Event) { b.onEvent(wo.ID, ev) }
 	run, err := factory.Preflight(ctx, opts)
 	if err != nil {
@@ -291,6 +294,18 @@ func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factor
 		return commit, fmt.Errorf("after committing %s the tree is not clean: %v %s", wo.ID, err, strings.Join(first(dirty, 5), ", "))
 	}
 	return commit, nil
+}
+
+// indented sets the factory's own lines of a work order off from the
+// build's transitions.
+type indented struct{ w io.Writer }
+
+func (i indented) Write(p []byte) (int, error) {
+	text := strings.TrimSuffix(string(p), "\n")
+	if _, err := io.WriteString(i.w, "    "+strings.ReplaceAll(text, "\n", "\n    ")+"\n"); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func oneLine(s string) string {

@@ -322,7 +322,11 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 		}
 		s.records = append(s.records, r.record(a))
 		s.verdict, s.treeHash, s.done = VerdictPass, hash, true
-		r.progress("attempt %d/%d: PASS (tree %s); changes left uncommitted in %s", a.index, r.opts.MaxAttempts, hash[:12], r.repo.Root)
+		left := ""
+		if r.opts.Tool == "" { // a build commits them next
+			left = "; changes left uncommitted in " + r.repo.Root
+		}
+		r.progress("attempt %d/%d: PASS (tree %s)%s", a.index, r.opts.MaxAttempts, hash[:12], left)
 		return nil
 	}
 	if a.journaled {
