@@ -38,7 +38,9 @@ func Shell(command string) Action { return Action{Kind: KindShell, Command: comm
 
 // WriteFile makes the agent write content to path (Codex: a printf through exec_command, as Codex has no
 // plain write tool; Claude Code: its Write tool).
-func WriteFile(path, content string) Action { return Action{Kind: KindWrite, Path: path, Content: content} }
+func WriteFile(path, content string) Action {
+	return Action{Kind: KindWrite, Path: path, Content: content}
+}
 
 // Say makes the model answer with text. A turn made only of Say actions ends the agent's session.
 func Say(text string) Action { return Action{Kind: KindSay, Text: text} }
