@@ -95,29 +95,42 @@ type agent struct {
 	// commits says whether the agent can commit: Codex's sandbox keeps .git read-only, Claude Code
 	// has no sandbox.
 	commits bool
+	// keyVisible says whether the commands the agent runs see the CLI's own API key. Both CLIs pass
+	// it on (a known gap, see docs/agent-clis.md); the test pins that down so a change is noticed.
+	keyVisible bool
 }
 
 // testKey is the API key variable the tests set; the scripted servers accept any key.
-const testKey = "FACTORY_AGENTCLI_TEST_KEY"
+const (
+	testKey      = "FACTORY_AGENTCLI_TEST_KEY"
+	testKeyValue = "test-key-value"
+)
+
+// decoys are credentials in the caller's environment that must reach neither CLI.
+var decoys = []string{"GH_TOKEN=ghp_decoy_secret", "OPENAI_API_KEY=sk-decoy-openai", "ANTHROPIC_API_KEY=sk-decoy-anthropic"}
+
+// testEnviron is the caller's environment the tests give the builders.
+func testEnviron() []string {
+	return append(append(os.Environ(), decoys...), testKey+"="+testKeyValue)
+}
 
 var agents = []agent{
-	{name: "codex", start: func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation) {
+	{name: "codex", keyVisible: true, start: func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation) {
 		srv := agentclitest.NewCodex(t, script...)
 		inv, err := agentcli.Codex(agentcli.CodexConfig{
 			Binary: bin, Model: "scripted-model", BaseURL: srv.BaseURL, APIKeyEnv: testKey, Home: t.TempDir(),
-			Prompt: []byte("Do the task. " + promptMarker + "\n"), Environ: append(os.Environ(), testKey+"=test-key"),
+			Prompt: []byte("Do the task. " + promptMarker + "\n"), Environ: testEnviron(),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return srv, inv
 	}},
-	{name: "claude", commits: true, start: func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation) {
+	{name: "claude", commits: true, keyVisible: true, start: func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation) {
 		srv := agentclitest.NewClaude(t, script...)
 		inv, err := agentcli.Claude(agentcli.ClaudeConfig{
 			Binary: bin, Model: "scripted-model", BaseURL: srv.BaseURL, APIKeyEnv: testKey, Home: t.TempDir(),
-			Prompt: []byte("Do the task. " + promptMarker + "\n"), Environ: append(os.Environ(), testKey+"=test-key"),
-			AsRoot: os.Geteuid() == 0,
+			Prompt: []byte("Do the task. " + promptMarker + "\n"), Environ: testEnviron(), AsRoot: os.Geteuid() == 0,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -126,25 +139,45 @@ var agents = []agent{
 	}},
 }
 
-// session runs one scripted session of a in a fresh repository and checks what every session must
-// do: exit 0 in time, serve every turn, make no unexpected request, and send the prompt.
-func (a agent) session(t *testing.T, script ...agentclitest.Turn) (repo string, srv *agentclitest.Server, res proc.Result, out string) {
+// session is one finished run of a real CLI in a fresh repository.
+type session struct {
+	repo string
+	srv  *agentclitest.Server
+	inv  agentcli.Invocation
+	res  proc.Result
+	out  string // stdout and stderr
+}
+
+// run runs one scripted session of a in a fresh repository and checks what every session must do:
+// exit 0 in time, serve every turn, make no unexpected request, and send the prompt.
+func (a agent) run(t *testing.T, script ...agentclitest.Turn) session {
 	t.Helper()
 	bin := installedCLI(t, a.name)
-	repo = newRepo(t)
-	srv, inv := a.start(t, bin, script)
-	res, out = runInvocation(t, inv, repo)
-	t.Logf("%s took %v for %d model requests", a.name, res.Duration.Round(time.Millisecond), len(srv.Requests()))
-	if res.ExitCode != 0 || res.Err != "" {
-		t.Fatalf("%s: %+v\noutput:\n%s\nrequests:\n%s", a.name, res, out, srv.Summary())
+	s := session{repo: newRepo(t)}
+	s.srv, s.inv = a.start(t, bin, script)
+	s.res, s.out = runInvocation(t, s.inv, s.repo)
+	t.Logf("%s took %v for %d model requests", a.name, s.res.Duration.Round(time.Millisecond), len(s.srv.Requests()))
+	if s.res.ExitCode != 0 || s.res.Err != "" {
+		t.Fatalf("%s: %+v\noutput:\n%s\nrequests:\n%s", a.name, s.res, s.out, s.srv.Summary())
 	}
-	if srv.Served() != len(script) || len(srv.Unexpected()) > 0 {
-		t.Errorf("%s: served %d of %d turns, %d unexpected requests:\n%s", a.name, srv.Served(), len(script), len(srv.Unexpected()), srv.Summary())
+	if s.srv.Served() != len(script) || len(s.srv.Unexpected()) > 0 {
+		t.Errorf("%s: served %d of %d turns, %d unexpected requests:\n%s", a.name, s.srv.Served(), len(script), len(s.srv.Unexpected()), s.srv.Summary())
 	}
-	if turns := srv.Turns(); len(turns) == 0 || !bytes.Contains(turns[0].Body, []byte(promptMarker)) {
-		t.Errorf("%s: the first model request does not carry the prompt\nrequests:\n%s", a.name, srv.Summary())
+	if turns := s.srv.Turns(); len(turns) == 0 || !bytes.Contains(turns[0].Body, []byte(promptMarker)) {
+		t.Errorf("%s: the first model request does not carry the prompt\nrequests:\n%s", a.name, s.srv.Summary())
 	}
-	return repo, srv, res, out
+	return s
+}
+
+// afterTurn returns the body of the request that followed turn i: it carries the results of that
+// turn's tool calls.
+func (s session) afterTurn(t *testing.T, i int) string {
+	t.Helper()
+	turns := s.srv.Turns()
+	if len(turns) <= i+1 {
+		t.Fatalf("no request after turn %d:\n%s", i, s.srv.Summary())
+	}
+	return string(turns[i+1].Body)
 }
 
 func readFile(t *testing.T, path string) string {
@@ -161,9 +194,9 @@ func TestRealCLIOneTurn(t *testing.T) {
 	const answer = "scripted final answer"
 	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {
-			_, _, _, out := a.session(t, agentclitest.Turn{agentclitest.Say(answer)})
-			if !strings.Contains(out, answer) {
-				t.Errorf("%s did not print the final answer %q:\n%s", a.name, answer, out)
+			s := a.run(t, agentclitest.Turn{agentclitest.Say(answer)})
+			if !strings.Contains(s.out, answer) {
+				t.Errorf("%s did not print the final answer %q:\n%s", a.name, answer, s.out)
 			}
 		})
 	}
@@ -174,11 +207,11 @@ func TestRealCLIOneTurn(t *testing.T) {
 func TestRealCLIEditsFiles(t *testing.T) {
 	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {
-			repo, _, _, _ := a.session(t,
+			repo := a.run(t,
 				agentclitest.Turn{agentclitest.WriteFile("src/new.txt", "created by the agent\nline 2\n")},
 				agentclitest.Turn{agentclitest.Shell("printf 'edited by the agent\\n' >> README.md")},
 				agentclitest.Turn{agentclitest.Say("done")},
-			)
+			).repo
 			if got, want := readFile(t, filepath.Join(repo, "src", "new.txt")), "created by the agent\nline 2\n"; got != want {
 				t.Errorf("src/new.txt = %q, want %q", got, want)
 			}
@@ -201,12 +234,12 @@ func TestRealCLIEditsFiles(t *testing.T) {
 func TestRealCLIGitCommit(t *testing.T) {
 	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {
-			repo, srv, _, _ := a.session(t,
+			s := a.run(t,
 				agentclitest.Turn{agentclitest.WriteFile("a.txt", "a\n")},
 				agentclitest.Turn{agentclitest.Shell("git add -A && git commit -q -m 'agent commit'")},
 				agentclitest.Turn{agentclitest.Say("done")},
 			)
-			toolResult := srv.Turns()[2].Body // the request after the commit carries its outcome
+			repo, toolResult := s.repo, s.afterTurn(t, 1)
 			if !a.commits {
 				if n := git(t, repo, "rev-list", "--count", "HEAD"); n != "1" {
 					t.Errorf("%s commits on HEAD, want 1: the sandbox should have denied the commit", n)
@@ -214,7 +247,7 @@ func TestRealCLIGitCommit(t *testing.T) {
 				if got, want := git(t, repo, "status", "--porcelain"), "?? a.txt"; got != want {
 					t.Errorf("git status = %q, want %q (nothing staged)", got, want)
 				}
-				if !bytes.Contains(toolResult, []byte("Read-only file system")) {
+				if !strings.Contains(toolResult, "Read-only file system") {
 					t.Errorf("the model was not told that .git is read-only; request after the commit:\n%s", toolResult)
 				}
 				return
@@ -225,8 +258,39 @@ func TestRealCLIGitCommit(t *testing.T) {
 			if got := git(t, repo, "status", "--porcelain"); got != "" {
 				t.Errorf("git status = %q, want clean (a.txt committed)", got)
 			}
-			if !bytes.Contains(toolResult, []byte("agent commit")) {
+			if !strings.Contains(toolResult, "agent commit") {
 				t.Errorf("the model was not told about the commit; request after the commit:\n%s", toolResult)
+			}
+		})
+	}
+}
+
+// TestRealCLICommandEnvironment: the commands the agent runs see the private home, and none of the
+// caller's credentials; only the CLI's own key gets through, as its CLI passes it on.
+func TestRealCLICommandEnvironment(t *testing.T) {
+	for _, a := range agents {
+		t.Run(a.name, func(t *testing.T) {
+			s := a.run(t,
+				agentclitest.Turn{agentclitest.Shell("env")},
+				agentclitest.Turn{agentclitest.Say("done")},
+			)
+			env := s.afterTurn(t, 0)
+			home := ""
+			for _, kv := range s.inv.Env {
+				if strings.HasPrefix(kv, "HOME=") {
+					home = kv
+				}
+			}
+			if home == "" || !strings.Contains(env, home+`\n`) {
+				t.Errorf("the agent's command did not see %s; it saw:\n%s", home, env)
+			}
+			for _, kv := range decoys {
+				if _, value, _ := strings.Cut(kv, "="); strings.Contains(env, value) {
+					t.Errorf("the agent's command saw the caller's credential %s", kv)
+				}
+			}
+			if got := strings.Contains(env, testKeyValue); got != a.keyVisible {
+				t.Errorf("the agent's command sees the CLI's API key: %v, want %v (update keyVisible and docs/agent-clis.md)", got, a.keyVisible)
 			}
 		})
 	}
