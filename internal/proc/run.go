@@ -45,6 +45,10 @@ type Spec struct {
 	Stdout  string        // file path that receives stdout (created/truncated, 0644); "" = discard
 	Stderr  string        // same for stderr; the same path as Stdout interleaves both in one file
 	Env     []string      // environment; nil means EnvPolicy{}.Environ(os.Environ()): the core variables
+	// StdinFile is a file whose content the command reads on stdin; "" means /dev/null. Run opens it
+	// (relative to this process's directory, not Dir). A file rather than a pipe, so that no copying
+	// goroutine can hold Run up after the command exits.
+	StdinFile string
 	// MaxOutputBytes caps the size of each output file; 0 (or less) means no cap. While the command
 	// runs, the files are checked every 50ms, and once one passes the cap the process group is killed
 	// and the file is truncated to the cap. DefaultMaxOutputBytes is a good value.
@@ -111,6 +115,14 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		env, _ = EnvPolicy{}.Environ(os.Environ())
 	}
 	cmd := command(runCtx, s.Dir, s.Argv, env)
+	if s.StdinFile != "" {
+		stdin, err := os.Open(s.StdinFile)
+		if err != nil {
+			return fmt.Sprintf("cannot open stdin file: %v", err)
+		}
+		defer stdin.Close() // read-only, so Close has nothing to report
+		cmd.Stdin = stdin
+	}
 
 	stdout, err := createOutput(s.Stdout, "stdout")
 	if err != nil {

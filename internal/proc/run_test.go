@@ -101,12 +101,40 @@ func TestRunCannotStart(t *testing.T) {
 		{"empty argv", Spec{}, "argv is empty"},
 		{"stdout file in a missing directory", Spec{Argv: []string{"true"}, Stdout: filepath.Join(dir, "missing", "out")},
 			"cannot create stdout file"},
+		{"missing stdin file", Spec{Argv: []string{"true"}, StdinFile: filepath.Join(dir, "missing")}, "cannot open stdin file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := Run(context.Background(), tt.spec)
 			if res.ExitCode != -1 || !strings.Contains(res.Err, tt.wantErr) || res.TimedOut {
 				t.Errorf("Run(%+v) = %+v, want exit code -1 and an error containing %q", tt.spec, res, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRunStdin(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	writeFile(t, in, "line 1\nline 2\n", 0o644)
+	tests := []struct {
+		name      string
+		stdinFile string
+		want      string
+	}{
+		{"from a file", in, "line 1\nline 2\n"},
+		// cat would wait forever on an inherited terminal or pipe.
+		{"default is /dev/null", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			res := Run(context.Background(), Spec{Argv: []string{"cat"}, StdinFile: tt.stdinFile, Stdout: out, Timeout: hangLimit})
+			if res.ExitCode != 0 || res.Err != "" {
+				t.Fatalf("Run(cat) = %+v", res)
+			}
+			if got := readFile(t, out); got != tt.want {
+				t.Errorf("cat read %q, want %q", got, tt.want)
 			}
 		})
 	}
