@@ -200,10 +200,9 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 	if err != nil {
 		return nil, refusef("repository %s: %v", b.repo.Root, err)
 	}
-	unlock = func() { _ = lock.Unlock() }
 	defer func() {
 		if err != nil {
-			unlock()
+			_ = lock.Unlock()
 		}
 	}()
 	b.o.Run.Lock = lock
@@ -231,7 +230,7 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 	if err := b.writePointer(); err != nil {
 		return nil, err
 	}
-	return unlock, nil
+	return func() { _ = lock.Unlock() }, nil
 }
 
 // planHash is the build's identity: the compile hash of the planner's

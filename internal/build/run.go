@@ -222,6 +222,7 @@ func (b *builder) runOne(ctx context.Context, i int) error {
 	b.event(map[string]any{"event": "wo_start", "wo": wo.ID})
 	opts := b.o.Run
 	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
+	opts.KeepJournal = true // until the commit is made: see commit
 	if b.o.Progress != nil {
 		opts.Progress = indented{b.o.Progress}
 	}
@@ -275,7 +276,8 @@ func (b *builder) runOne(ctx context.Context, i int) error {
 
 // commit commits exactly the files the passing attempt wrote, then removes
 // what the commands left behind that is neither committed nor a baseline
-// ignored file, so the next work order starts from a clean tree.
+// ignored file, so the next work order starts from a clean tree, and last
+// removes the attempt's journal.
 func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factory.Result) (string, error) {
 	msg := fmt.Sprintf("factory: %s %s\n\n%s: %s\n%s: %s\n%s: %s\n", wo.ID, oneLine(wo.Title),
 		TrailerWorkOrder, wo.ID, TrailerRunID, res.RunID, TrailerPlan, b.sum.PlanHash)
@@ -292,6 +294,11 @@ func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factor
 	}
 	if dirty, err := b.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
 		return commit, fmt.Errorf("after committing %s the tree is not clean: %v %s", wo.ID, err, strings.Join(first(dirty, 5), ", "))
+	}
+	// Until here a crash left the journal, and the next build undid the
+	// attempt (and the commit) and ran the work order again.
+	if err := b.repo.RemoveJournal(); err != nil {
+		return commit, err
 	}
 	return commit, nil
 }

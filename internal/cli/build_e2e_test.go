@@ -413,3 +413,37 @@ func routeByPath(t *testing.T, routes map[string]string) string {
 	t.Cleanup(ts.Close)
 	return ts.URL + "/v1"
 }
+
+// A journal a killed `factory run` left is not the build's to undo: the
+// build refuses and points at factory recover.
+func TestBuildRefusesJournalOfRun(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	plan := buildPlan(release)
+	f := newBuildFixture(t, plan)
+	wo := plan["work_orders"].([]any)[1].(map[string]any)
+	wo["preconditions"] = []any{}
+	wo["allowed_files"] = []string{"tests/test_multiply.py"}
+	woPath := filepath.Join(t.TempDir(), "wo.json")
+	data, _ := json.Marshal(wo)
+	writeFiles(t, filepath.Dir(woPath), map[string]string{"wo.json": string(data)})
+	srv := llmtest.Start(t, llmtest.Reply{Content: llmtest.Proposal("t",
+		llmtest.Write{Path: "tests/test_multiply.py", BaseSHA256: sha(""), Content: bTestMul})})
+	run := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), "run", "--repo", f.repo, "--work-order", woPath,
+		"--out", f.out, "--llm-model", "m", "--llm-base-url", srv.URL, "--timeout-seconds", "60")
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the command to start", func() bool { return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) })
+	run.Process.Kill()
+	run.Wait()
+	writeFiles(t, filepath.Dir(release), map[string]string{"release": ""})
+
+	res := f.build(t, llmtest.Start(t).URL)
+	if res.code != ExitUsage || !strings.Contains(res.stderr, "factory recover --repo") || !strings.Contains(res.stderr, "factory run") {
+		t.Fatalf("build over a run's journal: exit %d, want %d pointing at factory recover\n%s", res.code, ExitUsage, res.stderr)
+	}
+	if rec := runFactory(t, nil, "recover", "--repo", f.repo); rec.code != ExitPass {
+		t.Fatalf("recover: exit %d\n%s", rec.code, rec.stderr)
+	}
+	sameTree(t, f.baseline, treeSnapshot(t, f.repo))
+}

@@ -317,8 +317,10 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 		if err != nil {
 			return fmt.Errorf("tree hash after PASS: %w", err)
 		}
-		if err := r.repo.RemoveJournal(); err != nil {
-			return err
+		if !r.opts.KeepJournal {
+			if err := r.repo.RemoveJournal(); err != nil {
+				return err
+			}
 		}
 		s.records = append(s.records, r.record(a))
 		s.verdict, s.treeHash, s.done = VerdictPass, hash, true

@@ -52,6 +52,10 @@ type Options struct {
 	// longer than this run (factory build holds it for the whole build):
 	// Preflight does not take it and Execute does not release it.
 	Lock *gitws.Lock
+	// KeepJournal leaves the journal in place after a PASS, for a caller
+	// that commits the result and then removes it (Repo.RemoveJournal):
+	// a crash before the commit then still finds the attempt to undo.
+	KeepJournal bool
 	// OnEvent, when set, is called after every node of the graph.
 	OnEvent func(Event)
 
