@@ -18,14 +18,14 @@ import (
 
 // The build tests' product: a calculator library in three work orders.
 const (
-	bVerify    = "set -e\npython3 -m unittest discover -s tests -q\n"
-	bCalcAdd   = "def add(a, b):\n    return a + b\n"
-	bTestAdd   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n"
-	bCalcMul   = bCalcAdd + "\n\ndef multiply(a, b):\n    return a * b\n"
-	bCalcMulX  = bCalcAdd + "\n\ndef multiply(a, b):\n    return a + b\n" // wrong
-	bTestMul   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_multiply(self):\n        self.assertEqual(calc.multiply(3, 4), 12)\n"
-	bCalcSub   = bCalcMul + "\n\ndef subtract(a, b):\n    return a - b\n"
-	bTestSub   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_subtract(self):\n        self.assertEqual(calc.subtract(7, 4), 3)\n"
+	bVerify   = "set -e\npython3 -m unittest discover -s tests -q\n"
+	bCalcAdd  = "def add(a, b):\n    return a + b\n"
+	bTestAdd  = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n"
+	bCalcMul  = bCalcAdd + "\n\ndef multiply(a, b):\n    return a * b\n"
+	bCalcMulX = bCalcAdd + "\n\ndef multiply(a, b):\n    return a + b\n" // wrong
+	bTestMul  = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_multiply(self):\n        self.assertEqual(calc.multiply(3, 4), 12)\n"
+	bCalcSub  = bCalcMul + "\n\ndef subtract(a, b):\n    return a - b\n"
+	bTestSub  = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_subtract(self):\n        self.assertEqual(calc.subtract(7, 4), 3)\n"
 )
 
 func cond(kind, path string) map[string]string { return map[string]string{"kind": kind, "path": path} }
