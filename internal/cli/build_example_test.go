@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/factory-harness/factory/internal/build"
 	"github.com/factory-harness/factory/internal/llmtest"
+	"github.com/factory-harness/factory/internal/planner"
 )
 
 var updateBuildExample = flag.Bool("update-build-example", false,
@@ -19,8 +21,8 @@ var updateBuildExample = flag.Bool("update-build-example", false,
 
 const buildExampleDir = "../../examples/textstats"
 
-// examplePlan is the part of answers/plan.json the test needs to turn the
-// answer trees into proposals.
+// examplePlan is the part of a plan the test needs: to turn the answer
+// trees into proposals, and to check the commits.
 type examplePlan struct {
 	WorkOrders []struct {
 		ID           string   `json:"id"`
@@ -32,9 +34,8 @@ type examplePlan struct {
 // exampleAnswers reads the hand-written answers: the planner's reply
 // (plan.json verbatim), and one write proposal per work order holding every
 // file of answers/WO-NN/, in allowed_files order, each with the base hash of
-// what the earlier work orders left. It also returns each work order's
-// sorted files, which its commit must hold exactly.
-func exampleAnswers(t *testing.T) (plan string, replies []llmtest.Reply, files []exampleCommit) {
+// what the earlier work orders left.
+func exampleAnswers(t *testing.T) (plan string, replies []llmtest.Reply) {
 	t.Helper()
 	dir := filepath.Join(buildExampleDir, "answers")
 	raw, err := os.ReadFile(filepath.Join(dir, "plan.json"))
@@ -62,15 +63,8 @@ func exampleAnswers(t *testing.T) (plan string, replies []llmtest.Reply, files [
 		}
 		summary := wo.Title + " (a hand-written answer for the textstats example, not a real model's)"
 		replies = append(replies, llmtest.Reply{Content: llmtest.Proposal(summary, writes...)})
-		files = append(files, exampleCommit{wo.ID, answerFiles(t, woDir)})
 	}
-	return string(raw), replies, files
-}
-
-// exampleCommit is what a work order's commit must hold.
-type exampleCommit struct {
-	id    string
-	files []string
+	return string(raw), replies
 }
 
 // answerFiles lists the files under dir as sorted slash paths.
@@ -96,18 +90,20 @@ func answerFiles(t *testing.T, dir string) []string {
 // pipeline, planner and every work order, replayed from the transcript into
 // a fresh repository whose own tests must pass. A prompt change that
 // invalidates the transcript fails here; -update-build-example re-records it
-// against the scripted servers first.
+// against the scripted servers first. The checks read the plan the build
+// compiled, not the answers, so a recording with a real model can replace
+// the transcript.
 func TestBuildExample(t *testing.T) {
-	plan, replies, files := exampleAnswers(t)
 	env := append(os.Environ(), "FACTORY=factory", "TMPDIR="+t.TempDir())
 	if *updateBuildExample {
-		planner := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: plan})
+		plan, replies := exampleAnswers(t)
+		planSrv := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: plan})
 		se := llmtest.Start(t, replies...)
-		url := routeByPath(t, map[string]string{"/v1/responses": planner.URL, "/v1/chat/completions": se.URL})
+		url := routeByPath(t, map[string]string{"/v1/responses": planSrv.URL, "/v1/chat/completions": se.URL})
 		env = append(env, "EXAMPLE_RECORD_BASE_URL="+url, "OPENAI_API_KEY=example")
 		defer func() {
-			if planner.Remaining() != 0 || se.Remaining() != 0 {
-				t.Errorf("unused answers: planner %d, work orders %d", planner.Remaining(), se.Remaining())
+			if planSrv.Remaining() != 0 || se.Remaining() != 0 {
+				t.Errorf("unused answers: planner %d, work orders %d", planSrv.Remaining(), se.Remaining())
 			}
 		}()
 	}
@@ -123,26 +119,38 @@ func TestBuildExample(t *testing.T) {
 		}
 	}
 	repo := outputField(t, string(out), "repository: ")
+	sums, _ := filepath.Glob(filepath.Join(outputField(t, string(out), "artifacts: "), "builds", "*", "build_summary.json"))
+	if len(sums) != 1 {
+		t.Fatalf("build summaries: %v, want one", sums)
+	}
+	var sum build.Summary
+	readJSON(t, sums[0], &sum)
+	var plan examplePlan
+	readJSON(t, filepath.Join(sum.PlanDir, planner.ManifestName), &plan)
+
 	root := git(t, repo, "rev-list", "--max-parents=0", "HEAD")
 	commits := strings.Fields(git(t, repo, "rev-list", "--reverse", root+"..HEAD"))
-	if len(commits) != len(files) {
-		t.Fatalf("%d commits on the build branch after the initial one, want one per work order (%d)", len(commits), len(files))
+	if len(commits) != len(plan.WorkOrders) || len(sum.WorkOrders) != len(plan.WorkOrders) {
+		t.Fatalf("%d commits after the initial one and %d work orders in the summary, want one per work order of the plan (%d)",
+			len(commits), len(sum.WorkOrders), len(plan.WorkOrders))
 	}
 	for i, c := range commits {
-		id := files[i].id
-		if subject := git(t, repo, "log", "-1", "--format=%s", c); !strings.HasPrefix(subject, "factory: "+id+" ") {
+		wo := plan.WorkOrders[i]
+		if sum.WorkOrders[i].Commit != c {
+			t.Errorf("%s: summary names commit %s, the branch has %s", wo.ID, sum.WorkOrders[i].Commit, c)
+		}
+		if subject := git(t, repo, "log", "-1", "--format=%s", c); subject != "factory: "+wo.ID+" "+wo.Title {
 			t.Errorf("commit %d subject %q", i+1, subject)
 		}
 		trailers := git(t, repo, "log", "-1", "--format=%(trailers:only,unfold)", c)
-		for _, tr := range []string{"Factory-Work-Order: " + id, "Factory-Run-Id: ", "Factory-Plan: "} {
+		for _, tr := range []string{"Factory-Work-Order: " + wo.ID, "Factory-Run-Id: ", "Factory-Plan: " + sum.PlanHash} {
 			if !strings.Contains(trailers, tr) {
-				t.Errorf("%s commit lacks trailer %q:\n%s", id, tr, trailers)
+				t.Errorf("%s commit lacks trailer %q:\n%s", wo.ID, tr, trailers)
 			}
 		}
-		got := strings.Fields(git(t, repo, "show", "--name-only", "--format=", c))
-		slices.Sort(got)
-		if !slices.Equal(got, files[i].files) {
-			t.Errorf("%s commit holds %v, want %v", id, got, files[i].files)
+		files := strings.Fields(git(t, repo, "show", "--name-only", "--format=", c))
+		if len(files) == 0 || slices.ContainsFunc(files, func(f string) bool { return !slices.Contains(wo.AllowedFiles, f) }) {
+			t.Errorf("%s commit holds %v; allowed %v", wo.ID, files, wo.AllowedFiles)
 		}
 	}
 	if st := git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
