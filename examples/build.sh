@@ -20,7 +20,8 @@ out=$work/out
 
 factory=${FACTORY:-}
 if [ -z "$factory" ]; then
-  if command -v factory >/dev/null 2>&1; then
+  # A factory on PATH from before `factory build` existed would fail.
+  if command -v factory >/dev/null 2>&1 && factory build --help >/dev/null 2>&1; then
     factory=factory
   else
     echo "building factory into $work/factory ..." >&2
