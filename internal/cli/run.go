@@ -3,8 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -68,9 +66,9 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.StringVar(&o.repo, "repo", "", "root of the git repository to work in (required; must be clean and have a commit)")
 	f.StringVar(&o.workOrder, "work-order", "", "work order JSON file (required; see schema/work_order.schema.json)")
 	f.StringVar(&o.out, "out", "", "directory for run artifacts, outside the repository (required)")
-	f.StringVar(&o.model, "llm-model", "", "model name sent to the server, e.g. gpt-4.1 or qwen2.5-coder (required)")
+	f.StringVar(&o.model, "llm-model", "", modelHelp+" (required)")
 	f.Float64Var(&o.temperature, "llm-temperature", 0, "sampling temperature")
-	f.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL, e.g. http://localhost:11434/v1 for Ollama (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
+	f.StringVar(&o.baseURL, "llm-base-url", "", baseURLHelp)
 	f.BoolVar(&o.jsonSchema, "llm-json-schema", true, "ask for strict JSON-schema output (response_format); --llm-json-schema=false for servers that reject it")
 	f.IntVar(&o.llmTimeout, "llm-timeout-seconds", 600, "time limit for one HTTP try of a model request; a try that times out is retried (3 retries in all)")
 	f.IntVar(&o.maxAttempts, "max-attempts", 2, "attempts before giving up (preflight and write_failed failures are not retried)")
@@ -106,7 +104,9 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	if err != nil {
 		return usagef("work order %s is invalid:\n%s", o.workOrder, indent(err.Error()))
 	}
-	model, err := buildModel(o, env)
+	model, modelName, err := newModel(env, o.model, roleSE, modelFlags{
+		baseURL: o.baseURL, record: o.record, replay: o.replay, timeout: time.Duration(o.llmTimeout) * time.Second,
+	})
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	}
 	run, err := factory.Preflight(cmd.Context(), factory.Options{
 		Repo: o.repo, WorkOrder: wo, Out: o.out,
-		Model: model, ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
+		Model: model, ModelName: modelName, Temperature: o.temperature, JSONSchema: o.jsonSchema,
 		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
 		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
 		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv},
@@ -150,60 +150,6 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 		return failError{}
 	}
 	return nil
-}
-
-func buildModel(o *runOptions, env Env) (llm.Model, error) {
-	return connectModel(env, modelFlags{baseURL: o.baseURL, record: o.record, replay: o.replay},
-		func(key, base string) llm.Model {
-			return llm.NewOpenAIChat(llm.OpenAIConfig{
-				APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second,
-				CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
-			})
-		})
-}
-
-// recordHelp is the help of --record, for run and plan: connectModel
-// refuses a file that already holds a transcript.
-const recordHelp = "write every model exchange to this new JSONL transcript (the file must not exist or be empty)"
-
-// modelFlags are the model-connection flags shared by run and plan.
-type modelFlags struct{ baseURL, record, replay string }
-
-// connectModel turns the shared flags into a Model: a replayer, or a live
-// client (wrapped by a recorder when asked) that needs OPENAI_API_KEY.
-func connectModel(env Env, f modelFlags, newClient func(key, base string) llm.Model) (llm.Model, error) {
-	if f.record != "" && f.replay != "" {
-		return nil, usagef("--record and --replay cannot be used together")
-	}
-	if f.replay != "" {
-		r, err := llm.LoadReplayer(f.replay)
-		if err != nil {
-			return nil, usagef("--replay: %v", err)
-		}
-		return r, nil
-	}
-	key := env.Getenv("OPENAI_API_KEY")
-	if key == "" {
-		return nil, usagef("OPENAI_API_KEY is not set; export it (any non-empty value for a local server that ignores keys) or use --replay FILE")
-	}
-	base := f.baseURL
-	if base == "" {
-		base = env.Getenv("OPENAI_BASE_URL")
-	}
-	if base != "" {
-		if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, usagef("model base URL %q is not an http(s) URL like http://localhost:11434/v1", base)
-		}
-	}
-	m := newClient(key, base)
-	if f.record != "" {
-		// One transcript per run: two runs in one file replay as neither.
-		if info, err := os.Stat(f.record); err == nil && info.Size() > 0 {
-			return nil, usagef("--record %s already holds a transcript; choose a new file", f.record)
-		}
-		m = &llm.Recorder{Model: m, Path: f.record}
-	}
-	return m, nil
 }
 
 // defaultPython follows the seeds ("python") where it exists and falls back
