@@ -227,7 +227,14 @@ func (r *Run) summary(s *state, runErr error) RunSummary {
 	if runErr != nil {
 		sum.Error = runErr.Error()
 	}
+	cost := 0.0
+	sum.CostUSD = &cost
 	for _, a := range s.records {
+		if a.CostUSD == nil {
+			sum.CostUSD = nil
+		} else {
+			cost += *a.CostUSD
+		}
 		sum.Usage.PromptTokens += a.Usage.PromptTokens
 		sum.Usage.CompletionTokens += a.Usage.CompletionTokens
 		sum.Usage.TotalTokens += a.Usage.TotalTokens
@@ -447,8 +454,14 @@ func (r *Run) record(a *attempt) AttemptRecord {
 		p := r.rel(filepath.Join(a.dir, "proposed_writes.json"))
 		rec.ProposalPath = &p
 	}
+	zero := 0.0
+	rec.CostUSD = &zero // no call, no cost
 	if a.response != nil {
 		rec.Usage = a.response.Usage
+		rec.CostUSD = nil
+		if usd, ok := r.opts.Prices.Cost(r.opts.ModelName, a.response.Usage); ok {
+			rec.CostUSD = &usd
+		}
 	}
 	return rec
 }

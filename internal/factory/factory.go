@@ -28,6 +28,8 @@ type Options struct {
 	Model       llm.Model
 	ModelName   string
 	Temperature float64
+	// Prices estimate each attempt's cost in the summary; nil: unknown.
+	Prices *llm.Prices
 	// JSONSchema asks the model server for strict structured output.
 	JSONSchema bool
 

@@ -99,6 +99,9 @@ type AttemptRecord struct {
 	// passed or never touched the repo.
 	Rollback *RollbackRecord `json:"rollback"`
 	Usage    llm.Usage       `json:"usage"`
+	// CostUSD is the model call's estimated cost; null when the model's
+	// price is unknown.
+	CostUSD *float64 `json:"cost_usd"`
 }
 
 // RollbackRecord is the audit trail of one rollback.
@@ -121,6 +124,7 @@ type RunSummary struct {
 	LLMModel          string          `json:"llm_model"`
 	Attempts          []AttemptRecord `json:"attempts"`
 	Usage             llm.Usage       `json:"usage"`
+	CostUSD           *float64        `json:"cost_usd"` // null when any attempt's cost is unknown
 	// EnvPassed lists the names (never values) of the environment variables
 	// commands received from factory's environment (see --env-policy).
 	EnvPassed []string `json:"env_passed"`
