@@ -49,12 +49,15 @@ func (r *Repo) CreateBranch(ctx context.Context, name string) error {
 // nothing changed, with message as author and committer who, without
 // running hooks or signing. It returns the new commit's hash.
 func (r *Repo) CommitAll(ctx context.Context, message string, who Identity, exclude ...string) (string, error) {
-	add := []string{"add", "-A", "--", "."}
-	for _, p := range exclude {
-		add = append(add, ":(exclude,top)"+p)
-	}
-	if _, err := r.mutate(ctx, add...); err != nil {
+	if _, err := r.mutate(ctx, "add", "-A", "--", "."); err != nil {
 		return "", fmt.Errorf("commit in %s: stage changes: %w", r.Root, err)
+	}
+	// An exclude pathspec in add fails when the path is also ignored, so
+	// unstage instead.
+	if len(exclude) > 0 {
+		if _, err := r.mutate(ctx, append([]string{"rm", "-r", "-q", "--cached", "--ignore-unmatch", "--"}, exclude...)...); err != nil {
+			return "", fmt.Errorf("commit in %s: unstage %s: %w", r.Root, strings.Join(exclude, ", "), err)
+		}
 	}
 	env := gitEnv(false,
 		"GIT_AUTHOR_NAME="+who.Name, "GIT_AUTHOR_EMAIL="+who.Email,

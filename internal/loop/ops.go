@@ -99,6 +99,19 @@ func Start(ctx context.Context, o StartOptions) (RunState, string, error) {
 	return st, commit, nil
 }
 
+// CheckRoot returns the resolved root of the work tree at dir, refusing a
+// directory that is not a work-tree root or has no .runner/.
+func CheckRoot(ctx context.Context, dir string) (string, error) {
+	repo, err := gitws.Open(ctx, dir)
+	if err != nil {
+		return "", refusef("--repo: %v", err)
+	}
+	if _, err := os.Stat(abs(repo.Root, RunnerDir)); err != nil {
+		return "", refusef("no %s in %s: run 'factory loop init' first", RunnerDir, repo.Root)
+	}
+	return repo.Root, nil
+}
+
 // Validate checks the layout, the config, run.json if present, and the
 // tree (schema and invariants) and returns every problem as "path:
 // message", sorted by file.
@@ -191,9 +204,13 @@ type StatusReport struct {
 
 // Status reads the run's state in root.
 func Status(ctx context.Context, root string) (StatusReport, error) {
-	repo, err := gitws.Open(ctx, root)
+	dir, err := CheckRoot(ctx, root)
 	if err != nil {
-		return StatusReport{}, refusef("--repo: %v", err)
+		return StatusReport{}, err
+	}
+	repo, err := gitws.Open(ctx, dir)
+	if err != nil {
+		return StatusReport{}, err
 	}
 	sel, t, err := Select(repo.Root)
 	if err != nil {

@@ -52,6 +52,8 @@ type Runner struct {
 	exec   Executor
 	opts   Options
 	events eventLog
+	// OnCommit, if set, is called after each iteration commit.
+	OnCommit func(StepResult)
 }
 
 // Open checks that a step may run and takes the repository lock: a git

@@ -492,6 +492,9 @@ func (r *Runner) commit(ctx context.Context, it *iteration, res StepResult, next
 		r.say("warning: iteration logs: %v", err)
 	}
 	r.say("iteration %d: %s", it.n, res.Message)
+	if r.OnCommit != nil {
+		r.OnCommit(res)
+	}
 	if r.state.Repair.Failed >= tree.MaxFailedRepairs {
 		return res, fmt.Errorf("%w (%d in a row): fix %s by hand and commit it", ErrRepairsExhausted, r.state.Repair.Failed, TreePath)
 	}
