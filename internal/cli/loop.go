@@ -189,7 +189,7 @@ func newLoopSelectCmd(env Env) *cobra.Command {
 			if err != nil {
 				return loopError(err)
 			}
-			sel, _, err := loop.Select(root)
+			sel, _, err := loop.Select(c.Context(), root)
 			if err != nil {
 				return loopError(err)
 			}

@@ -141,10 +141,12 @@ func Validate(ctx context.Context, root string) []string {
 		ps = append(ps, tree.SchemaPath+": differs from the schema this factory enforces")
 	}
 	if data, err := os.ReadFile(abs(root, TreePath)); err == nil {
-		if _, tps := loadTree(data); len(tps) > 0 {
-			for _, p := range tps {
-				ps = append(ps, TreePath+"#"+p)
-			}
+		tps, err := committedProblems(ctx, root, data)
+		if err != nil {
+			tps = []string{err.Error()}
+		}
+		for _, p := range tps {
+			ps = append(ps, TreePath+"#"+p)
 		}
 	}
 	return ps
@@ -172,7 +174,7 @@ func (s Selection) Line() string {
 }
 
 // Select reads the tree in root and returns what the next step would do.
-func Select(root string) (Selection, *tree.Node, error) {
+func Select(ctx context.Context, root string) (Selection, *tree.Node, error) {
 	data, err := os.ReadFile(abs(root, TreePath))
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -180,10 +182,14 @@ func Select(root string) (Selection, *tree.Node, error) {
 		}
 		return Selection{}, nil, fmt.Errorf("read %s: %w", TreePath, err)
 	}
-	t, ps := loadTree(data)
-	if t == nil {
+	ps, err := committedProblems(ctx, root, data)
+	if err != nil {
+		return Selection{}, nil, err
+	}
+	if len(ps) > 0 {
 		return Selection{Status: "repair", Problems: ps}, nil, nil
 	}
+	t, _ := loadTree(data)
 	s := tree.Select(t)
 	out := Selection{Status: string(s.Status)}
 	if s.Node != nil {
@@ -212,7 +218,7 @@ func Status(ctx context.Context, root string) (StatusReport, error) {
 	if err != nil {
 		return StatusReport{}, err
 	}
-	sel, t, err := Select(repo.Root)
+	sel, t, err := Select(ctx, repo.Root)
 	if err != nil {
 		return StatusReport{}, err
 	}
@@ -325,4 +331,19 @@ func Recover(ctx context.Context, root string, now func() time.Time) (RecoverRes
 	}
 	_ = events.add(j.Iteration, "recovered", "", res)
 	return res, nil
+}
+
+// committedProblems is repairProblems for the tree bytes data in root,
+// with the run state of run.json (none before start).
+func committedProblems(ctx context.Context, root string, data []byte) ([]string, error) {
+	st, err := readRunState(root)
+	if err != nil {
+		_, ps := loadTree(data)
+		return ps, nil
+	}
+	repo, err := gitws.Open(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return repairProblems(ctx, repo, st, data)
 }

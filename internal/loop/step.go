@@ -3,6 +3,7 @@ package loop
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -93,13 +94,25 @@ func (r *Runner) Step(ctx context.Context, peek bool) (StepResult, error) {
 	}
 	it := &iteration{n: r.state.Iteration + 1, startRaw: raw}
 	it.start, it.problems = loadTree(raw)
+	if it.start != nil && r.state.Repair.Active {
+		// Valid on its own, but committed broken (a passed node changed):
+		// judged against the last valid tree, it still needs a repair.
+		if it.last, err = r.lastValidTree(ctx); err != nil {
+			return StepResult{}, err
+		}
+		if ps := tree.CheckImmutable(it.last, it.start); len(ps) > 0 {
+			it.start, it.problems = nil, problemStrings(tree.Problems(ps))
+		}
+	}
 	if it.start == nil {
 		if r.state.Repair.Failed >= tree.MaxFailedRepairs {
 			return StepResult{}, fmt.Errorf("%w (%d failed repairs): fix %s by hand and commit it:\n  %s", ErrRepairsExhausted, r.state.Repair.Failed, TreePath, strings.Join(it.problems, "\n  "))
 		}
 		it.repair = true
-		if it.last, err = r.lastValidTree(ctx); err != nil {
-			return StepResult{}, err
+		if it.last == nil {
+			if it.last, err = r.lastValidTree(ctx); err != nil {
+				return StepResult{}, err
+			}
 		}
 	} else {
 		it.last = it.start
@@ -118,14 +131,27 @@ func (r *Runner) Step(ctx context.Context, peek bool) (StepResult, error) {
 	return r.iterate(ctx, it)
 }
 
-// lastValidTree finds the newest tree in the branch history that is valid.
+// lastValidTree finds the newest tree in the branch history that was
+// committed valid: run.json of that commit says no repair was pending (a
+// tree committed broken may look valid on its own, with a passed node
+// changed) and the tree loads.
 func (r *Runner) lastValidTree(ctx context.Context) (*tree.Node, error) {
-	commits, err := r.repo.Log(ctx, "HEAD", 64)
+	return lastValidTree(ctx, r.repo, r.state.Branch)
+}
+
+func lastValidTree(ctx context.Context, repo *gitws.Repo, branch string) (*tree.Node, error) {
+	commits, err := repo.Log(ctx, "HEAD", 64)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range commits {
-		data, err := r.repo.Show(ctx, c.Hash, TreePath)
+		if st, err := repo.Show(ctx, c.Hash, RunStatePath); err == nil {
+			var s RunState
+			if json.Unmarshal(st, &s) == nil && s.Repair.Active {
+				continue
+			}
+		}
+		data, err := repo.Show(ctx, c.Hash, TreePath)
 		if err != nil {
 			continue
 		}
@@ -133,7 +159,21 @@ func (r *Runner) lastValidTree(ctx context.Context) (*tree.Node, error) {
 			return t, nil
 		}
 	}
-	return nil, fmt.Errorf("no valid %s in the last %d commits of %s", TreePath, len(commits), r.state.Branch)
+	return nil, fmt.Errorf("no valid %s in the last %d commits of %s", TreePath, len(commits), branch)
+}
+
+// repairProblems says why the committed tree needs a REPAIR TREE
+// iteration, judged as Step does; nil when it does not.
+func repairProblems(ctx context.Context, repo *gitws.Repo, st RunState, raw []byte) ([]string, error) {
+	t, ps := loadTree(raw)
+	if t == nil || !st.Repair.Active {
+		return ps, nil
+	}
+	last, err := lastValidTree(ctx, repo, st.Branch)
+	if err != nil {
+		return nil, err
+	}
+	return problemStrings(tree.Problems(tree.CheckImmutable(last, t))), nil
 }
 
 func (r *Runner) iterate(ctx context.Context, it *iteration) (StepResult, error) {
