@@ -83,7 +83,9 @@ func ParseConfig(data []byte) (Config, []string) {
 	for _, k := range md.Undecoded() {
 		ps = append(ps, fmt.Sprintf("%s: unknown key", k))
 	}
-	return c, append(ps, c.problems()...)
+	ps = append(ps, c.problems()...)
+	slices.Sort(ps)
+	return c, ps
 }
 
 func (c Config) problems() []string {
@@ -122,7 +124,6 @@ func (c Config) problems() []string {
 			bad("pass_env", "%q is not a variable name", n)
 		}
 	}
-	slices.Sort(ps)
 	return ps
 }
 
