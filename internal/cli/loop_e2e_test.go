@@ -243,6 +243,16 @@ func TestLoopFailingGuardChargesAttempt(t *testing.T) {
 	if out := f.mustRun(t, 0, "loop", "select"); out.stdout != "status=open id=root path=root attempts=1/3\n" {
 		t.Errorf("select = %q", out.stdout)
 	}
+	// Iteration 2 does nothing: a no-change DECOMPOSE, charged; the limit ends the run.
+	out = f.mustRun(t, 5, "loop", "run", "--max-iterations", "1")
+	if out.stdout != "chore(loop): run t1 iter 2 node root decompose guard=skipped\n" || !strings.Contains(out.stderr, "stopped after 1 iterations") {
+		t.Errorf("run --max-iterations 1: %q %q", out.stdout, out.stderr)
+	}
+	var meta struct{ Reason string }
+	readJSON(t, f.iterFile(2, "meta.json"), &meta)
+	if root := f.tree(t); root.Attempts != 2 || meta.Reason != "the iteration changed nothing" {
+		t.Errorf("root = %+v, reason %q", root, meta.Reason)
+	}
 }
 
 func TestLoopStuckLeafStopsWithQuestion(t *testing.T) {
