@@ -251,6 +251,8 @@ func (r *Runner) iterate(ctx context.Context, it *iteration) (StepResult, error)
 	switch {
 	case exec.TimedOut:
 		reset = fmt.Sprintf("the executor timed out after %s", budget)
+	case exec.OutputLimited:
+		reset = "the executor was killed: " + exec.Err
 	case moved:
 		reset = why
 	}
@@ -372,16 +374,22 @@ func (r *Runner) runExecutor(ctx context.Context, it *iteration, promptFile stri
 	env, _ := proc.EnvPolicy{Pass: r.cfg.Executor.PassEnv}.Environ(r.opts.Environ)
 	env = append(append(env, loopEnv(inv)...), cmd.Env...)
 	logFile := r.logPath(it, "executor.log")
+	started := false
 	res := proc.Run(ctx, proc.Spec{
 		Argv: cmd.Argv, Dir: r.repo.Root, Timeout: budget, Stdout: logFile, Stderr: logFile, Env: env,
 		MaxOutputBytes: r.cfg.ExecutorOutputLimitBytes, Stdin: cmd.Stdin, TermGrace: killGrace,
 		OnStart: func(pgid int, ticks uint64) {
+			started = true
 			if err := r.repo.RecordCommand(gitws.RunningCommand{PGID: pgid, StartTicks: ticks}); err != nil {
 				r.say("warning: %v", err)
 			}
 		},
 	})
 	_ = r.repo.ClearCommand()
+	if !started && ctx.Err() == nil {
+		// A misconfiguration, not the agent's failure: no attempt is charged.
+		return res, fmt.Errorf("start the executor %s: %s", quoteArgv(cmd.Argv), res.Err)
+	}
 	it.meta.ExecutorArgv, it.meta.ExecutorExit, it.meta.ExecutorError, it.meta.ExecutorSeconds = cmd.Argv, res.ExitCode, res.Err, res.Duration.Seconds()
 	r.event(it.n, "executor_finished", it.meta.Node, map[string]any{"exit_code": res.ExitCode, "error": res.Err, "timed_out": res.TimedOut})
 	return res, nil
