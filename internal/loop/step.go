@@ -115,6 +115,9 @@ func (r *Runner) Step(ctx context.Context, peek bool) (StepResult, error) {
 			}
 		}
 	} else {
+		// Valid against the last valid tree (a human may have fixed it): any
+		// pending repair is over.
+		r.state.Repair = tree.RepairState{}
 		it.last = it.start
 		it.sel = tree.Select(it.start)
 		switch it.sel.Status {
@@ -293,7 +296,6 @@ func (r *Runner) iterate(ctx context.Context, it *iteration) (StepResult, error)
 				r.event(it.n, "tree_invalid", it.sel.Node.ID, map[string]any{"problems": problems})
 				break
 			}
-			r.state.Repair = tree.RepairState{}
 			if res.Kind == tree.Execute {
 				res.Guard = r.runGuard(ctx, it, budget-time.Since(began))
 				if ctx.Err() != nil {
