@@ -191,7 +191,7 @@ func (b *builder) compile(ctx context.Context, dir string, env planner.Env) erro
 // Passed maps each work order of plan planHash committed on tip since
 // base to its commit, read from the commits' trailers.
 func Passed(ctx context.Context, repo *gitws.Repo, tip, planHash, base string) (map[string]string, error) {
-	commits, err := repo.Log(ctx, tip)
+	commits, err := repo.Log(ctx, tip, 0)
 	if err != nil {
 		return nil, err
 	}
