@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // waitDelay is a backstop: how long Wait waits after canceling before it kills the child itself, in case
@@ -55,6 +57,10 @@ type Spec struct {
 	// a crash KillGroupIfSame can kill the group without risk of hitting a reused pid. The command
 	// runs meanwhile, and its timeout counts.
 	OnStart func(pgid int, startTicks uint64)
+	// Sandbox confines the command and everything it starts (see package sandbox); nil runs it with
+	// this process's privileges. The process started is still the command's own, so the timeout,
+	// exit status, signals, output cap and OnStart work as without.
+	Sandbox *sandbox.Policy
 }
 
 // Result is how a command ended.
@@ -111,6 +117,12 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		env, _ = EnvPolicy{}.Environ(os.Environ())
 	}
 	cmd := command(runCtx, s.Dir, s.Argv, env)
+	cleanup, err := s.Sandbox.Wrap(cmd)
+	if err != nil {
+		return err.Error()
+	}
+	// Deferred first, so it runs last: after the process group and orphans are dead.
+	defer cleanup()
 
 	stdout, err := createOutput(s.Stdout, "stdout")
 	if err != nil {
