@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -32,6 +34,9 @@ type runOptions struct {
 	record, replay string
 	envPolicy      string
 	passEnv        []string
+	sandbox        string
+	sandboxHome    string
+	sandboxHide    []string
 	quiet          bool
 	jsonOut        bool
 }
@@ -79,6 +84,9 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.StringVar(&o.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
 	f.StringVar(&o.envPolicy, "env-policy", proc.EnvCore, "environment of verification and acceptance commands: 'core' (PATH, HOME, LANG, LC_*, TERM, TMPDIR, USER, SHELL, VIRTUAL_ENV, toolchain locations) or 'all' (everything but names that look like credentials)")
 	f.StringArrayVar(&o.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable), whatever --env-policy says")
+	f.StringVar(&o.sandbox, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
+	f.StringVar(&o.sandboxHome, "sandbox-home", "", "give confined commands this directory as a writable HOME (default: a private empty directory per command)")
+	f.StringArrayVar(&o.sandboxHide, "sandbox-hide", nil, "make this path unreadable to confined commands, e.g. ~/.ssh or ~/.aws (repeatable)")
 	f.StringVar(&o.record, "record", "", recordHelp)
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
@@ -97,6 +105,10 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	envMode, err := proc.ParseEnvMode(o.envPolicy)
 	if err != nil {
 		return usagef("--env-policy: %v", err)
+	}
+	box, err := sandboxRequest(o, env)
+	if err != nil {
+		return err
 	}
 	data, err := workorder.ReadFile(o.workOrder)
 	if err != nil {
@@ -123,7 +135,7 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 		Model: model, ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
 		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
 		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
-		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv},
+		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv}, Sandbox: box,
 	})
 	if err != nil {
 		return err
@@ -150,6 +162,27 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 		return failError{}
 	}
 	return nil
+}
+
+// sandboxRequest checks the sandbox flags. Hidden paths may start with ~/
+// (a shell leaves --sandbox-hide=~/.ssh unexpanded) and are made absolute.
+func sandboxRequest(o *runOptions, env Env) (sandbox.Request, error) {
+	mode, err := sandbox.ParseMode(o.sandbox)
+	if err != nil {
+		return sandbox.Request{}, usagef("--sandbox: %v", err)
+	}
+	req := sandbox.Request{Mode: mode, Home: o.sandboxHome}
+	for _, path := range o.sandboxHide {
+		if rest, ok := strings.CutPrefix(path, "~/"); ok && env.Getenv("HOME") != "" {
+			path = filepath.Join(env.Getenv("HOME"), rest)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return sandbox.Request{}, usagef("--sandbox-hide %s: %v", path, err)
+		}
+		req.Hide = append(req.Hide, abs)
+	}
+	return req, nil
 }
 
 func buildModel(o *runOptions, env Env) (llm.Model, error) {

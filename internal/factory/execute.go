@@ -133,6 +133,10 @@ func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 	}
 	res = Result{RunID: r.runID, RunDir: runDir, SummaryPath: filepath.Join(runDir, "run_summary.json")}
 	r.progress("run %s: work order %s, baseline %s, artifacts in %s", r.runID, r.opts.WorkOrder.ID, r.baseline.Commit[:12], runDir)
+	r.progress("%s", r.sandbox.Describe())
+	if w := r.sandbox.Warning(); w != "" {
+		r.progress("%s", w)
+	}
 
 	s := &state{}
 	runErr := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder)
@@ -199,6 +203,7 @@ func (r *Run) summary(s *state, runErr error) RunSummary {
 		LLMModel:       r.opts.ModelName,
 		Attempts:       s.records,
 		EnvPassed:      nonNil(r.envNames),
+		Sandbox:        r.sandbox.Summary(),
 	}
 	if sum.Attempts == nil {
 		sum.Attempts = []AttemptRecord{}

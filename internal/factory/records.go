@@ -1,6 +1,9 @@
 package factory
 
-import "github.com/factory-harness/factory/internal/llm"
+import (
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
+)
 
 // Failure stages, as in the seeds (AGENTS.md §4.3).
 const (
@@ -124,5 +127,7 @@ type RunSummary struct {
 	// EnvPassed lists the names (never values) of the environment variables
 	// commands received from factory's environment (see --env-policy).
 	EnvPassed []string `json:"env_passed"`
-	Error     string   `json:"error,omitempty"`
+	// Sandbox is how commands were confined.
+	Sandbox sandbox.Summary `json:"sandbox"`
+	Error   string          `json:"error,omitempty"`
 }

@@ -242,8 +242,8 @@ type Summary struct {
 
 // PrivateTmp and PrivateHome stand for the per-command directories in Summary.Writable.
 const (
-	PrivateTmp  = "(private TMPDIR, removed after each command)"
-	PrivateHome = "(private HOME, removed after each command)"
+	PrivateTmp  = "TMPDIR (private, removed after each command)"
+	PrivateHome = "HOME (private, removed after each command)"
 )
 
 // Summary describes the policy; a nil policy is ModeOff.
@@ -270,7 +270,7 @@ func (p *Policy) Summary() Summary {
 	}
 	tmp := PrivateTmp
 	if p.mech == MechanismNamespaces {
-		tmp = "/tmp " + PrivateTmp
+		tmp = "/tmp as " + PrivateTmp
 	}
 	s.Writable = []string{p.workTree, tmp, home}
 	return s
