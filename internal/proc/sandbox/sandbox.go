@@ -134,9 +134,6 @@ func Prepare(req Request) (*Policy, error) {
 		p.reason = errNoHook.Error()
 	case sup.UserNamespaces:
 		p.mech = MechanismNamespaces
-		if tmp := hostTmp(); p.home != "" && within(p.home, tmp) {
-			return nil, fmt.Errorf("--sandbox-home %s: must not be under %s, which the sandbox replaces with a private directory", p.home, tmp)
-		}
 		return p, nil
 	case sup.LandlockABI > 0:
 		p.mech = MechanismLandlock

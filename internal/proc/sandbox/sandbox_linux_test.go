@@ -341,3 +341,63 @@ func TestAsUnprivilegedUser(t *testing.T) {
 		t.Fatalf("the rerun as nobody failed (%v):\n%s", err, out)
 	}
 }
+
+func TestSandboxHomeIsWritableHome(t *testing.T) {
+	f := newFixture(t)
+	if !sandbox.Detect().UserNamespaces {
+		t.Skip("user namespaces unavailable here")
+	}
+	home := f.home
+	mustMkdir(t, home)
+	p, err := sandbox.Prepare(sandbox.Request{Mode: sandbox.ModeRequired, WorkTree: f.repo, Home: home})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, out := sh(t, p, f.repo, `echo "$HOME" && echo kept > "$HOME/x"`); res.ExitCode != 0 || out != home+"\n" {
+		t.Fatalf("exit %d, output %q; want HOME=%s", res.ExitCode, out, home)
+	}
+	if got, err := os.ReadFile(filepath.Join(home, "x")); err != nil || string(got) != "kept\n" {
+		t.Errorf("$HOME/x on the host = %q, %v", got, err)
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name    string
+		req     sandbox.Request
+		wantErr string
+	}{
+		{"bad mode", sandbox.Request{Mode: "maybe", WorkTree: dir}, `unknown sandbox mode "maybe"`},
+		{"missing work tree", sandbox.Request{Mode: sandbox.ModeAuto, WorkTree: filepath.Join(dir, "missing")}, "work tree"},
+		{"missing home", sandbox.Request{Mode: sandbox.ModeAuto, WorkTree: dir, Home: filepath.Join(dir, "missing")}, "--sandbox-home"},
+		{"relative hide", sandbox.Request{Mode: sandbox.ModeAuto, WorkTree: dir, Hide: []string{".ssh"}}, "not an absolute path"},
+		{"off needs nothing", sandbox.Request{Mode: sandbox.ModeOff}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := sandbox.Prepare(c.req)
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("Prepare: %v", err)
+			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
+				t.Fatalf("Prepare: %v, want an error with %q", err, c.wantErr)
+			case c.wantErr == "" && (p.Confined() || !strings.Contains(p.Warning(), "--sandbox off")):
+				t.Errorf("off: confined %v, warning %q", p.Confined(), p.Warning())
+			}
+		})
+	}
+}
+
+func TestExplain(t *testing.T) {
+	for out, want := range map[string]string{
+		"OSError: [Errno 30] Read-only file system: '/etc/x'": "(EROFS)",
+		"OSError: [Errno 101] Network is unreachable":         "(ENETUNREACH)",
+		"sh: 1: cannot create /x: Permission denied":          "(EACCES)",
+		"AssertionError: 3 != 4":                              "",
+	} {
+		got := sandbox.Explain(out)
+		if want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("Explain(%q) = %q, want it to contain %q", out, got, want)
+		}
+	}
+}
