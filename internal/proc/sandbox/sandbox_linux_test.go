@@ -401,3 +401,16 @@ func TestExplain(t *testing.T) {
 		}
 	}
 }
+
+// A command cannot read the environment of the process that runs it, where provider keys live.
+func TestParentEnvironmentIsUnreadable(t *testing.T) {
+	f := newFixture(t)
+	p := prepare(t, f)
+	res, out := sh(t, p, f.repo, fmt.Sprintf("cat /proc/%d/environ", os.Getpid()))
+	if res.ExitCode == 0 || !strings.Contains(out, "Permission denied") {
+		t.Errorf("reading our environment: exit %d, output %q; want Permission denied", res.ExitCode, out)
+	}
+	if res, out := sh(t, p, f.repo, fmt.Sprintf("kill -0 %d", os.Getpid())); res.ExitCode == 0 {
+		t.Errorf("signalling us: exit %d, output %q; want a failure", res.ExitCode, out)
+	}
+}
