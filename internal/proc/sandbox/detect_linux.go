@@ -13,6 +13,9 @@ import (
 // which sets up the whole namespaces mechanism and exits instead of running a command, tells
 // whether unprivileged user namespaces work here (a sysctl, AppArmor or a container's seccomp
 // filter may forbid them or the mounts the init makes).
+//
+// Prepare calls it. Call it (or Prepare) before running commands concurrently in a process that
+// called proc.BecomeSubreaper: a command ending meanwhile would take the trial run for its orphan.
 func Detect() Support {
 	detectOnce.Do(func() { support = detect() })
 	return support

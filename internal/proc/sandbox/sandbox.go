@@ -71,7 +71,8 @@ type Request struct {
 }
 
 // Policy is a prepared confinement: Prepare decided the mechanism once, and Wrap applies it to each
-// command. A nil *Policy runs commands unconfined, like ModeOff.
+// command, whose directory must be inside the work tree. A nil *Policy runs commands unconfined,
+// like ModeOff. It is safe for concurrent use.
 type Policy struct {
 	mode     Mode
 	mech     Mechanism
