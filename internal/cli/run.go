@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/llm"
@@ -34,9 +35,7 @@ type runOptions struct {
 	record, replay string
 	envPolicy      string
 	passEnv        []string
-	sandbox        string
-	sandboxHome    string
-	sandboxHide    []string
+	sandbox        sandboxFlags
 	quiet          bool
 	jsonOut        bool
 }
@@ -84,9 +83,7 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.StringVar(&o.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
 	f.StringVar(&o.envPolicy, "env-policy", proc.EnvCore, "environment of verification and acceptance commands: 'core' (PATH, HOME, LANG, LC_*, TERM, TMPDIR, USER, SHELL, VIRTUAL_ENV, toolchain locations) or 'all' (everything but names that look like credentials)")
 	f.StringArrayVar(&o.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable), whatever --env-policy says")
-	f.StringVar(&o.sandbox, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
-	f.StringVar(&o.sandboxHome, "sandbox-home", "", "give confined commands this directory as a writable HOME (default: a private empty directory per command)")
-	f.StringArrayVar(&o.sandboxHide, "sandbox-hide", nil, "make this path unreadable to confined commands, e.g. ~/.ssh or ~/.aws (repeatable)")
+	o.sandbox.add(f)
 	f.StringVar(&o.record, "record", "", recordHelp)
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
@@ -106,7 +103,7 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	if err != nil {
 		return usagef("--env-policy: %v", err)
 	}
-	box, err := sandboxRequest(o, env)
+	box, err := o.sandbox.request(env)
 	if err != nil {
 		return err
 	}
@@ -164,15 +161,28 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	return nil
 }
 
-// sandboxRequest checks the sandbox flags. Hidden paths may start with ~/
-// (a shell leaves --sandbox-hide=~/.ssh unexpanded) and are made absolute.
-func sandboxRequest(o *runOptions, env Env) (sandbox.Request, error) {
-	mode, err := sandbox.ParseMode(o.sandbox)
+// sandboxFlags are --sandbox, --sandbox-home and --sandbox-hide, for every
+// command that runs verification commands.
+type sandboxFlags struct {
+	mode, home string
+	hide       []string
+}
+
+func (o *sandboxFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&o.mode, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
+	f.StringVar(&o.home, "sandbox-home", "", "give confined commands this directory as a writable HOME (default: a private empty directory per command)")
+	f.StringArrayVar(&o.hide, "sandbox-hide", nil, "make this path unreadable to confined commands, e.g. ~/.ssh or ~/.aws (repeatable)")
+}
+
+// request checks the flags. Hidden paths may start with ~/ (a shell leaves
+// --sandbox-hide=~/.ssh unexpanded) and are made absolute.
+func (o *sandboxFlags) request(env Env) (sandbox.Request, error) {
+	mode, err := sandbox.ParseMode(o.mode)
 	if err != nil {
 		return sandbox.Request{}, usagef("--sandbox: %v", err)
 	}
-	req := sandbox.Request{Mode: mode, Home: o.sandboxHome}
-	for _, path := range o.sandboxHide {
+	req := sandbox.Request{Mode: mode, Home: o.home}
+	for _, path := range o.hide {
 		if rest, ok := strings.CutPrefix(path, "~/"); ok && env.Getenv("HOME") != "" {
 			path = filepath.Join(env.Getenv("HOME"), rest)
 		}

@@ -122,3 +122,15 @@ func TestExampleUnderRequiredSandbox(t *testing.T) {
 		}
 	}
 }
+
+func TestSandboxFlagsRequest(t *testing.T) {
+	env := Env{Getenv: func(name string) string { return map[string]string{"HOME": "/home/u"}[name] }}
+	o := sandboxFlags{mode: "required", home: "/srv/home", hide: []string{"~/.ssh", "/etc/secret"}}
+	req, err := o.request(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Mode != sandbox.ModeRequired || req.Home != "/srv/home" || strings.Join(req.Hide, " ") != "/home/u/.ssh /etc/secret" {
+		t.Errorf("request = %+v", req)
+	}
+}
