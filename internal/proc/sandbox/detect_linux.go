@@ -59,7 +59,10 @@ func probe(abi int) error {
 	}
 	defer cleanup()
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("trial run: %w: %s", err, strings.TrimPrefix(strings.TrimSpace(stderr.String()), "factory sandbox: "))
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("trial run: %w: %s", err, strings.TrimPrefix(msg, "factory sandbox: "))
+		}
+		return fmt.Errorf("trial run: %w", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,7 +39,7 @@ func Init() {
 		os.Exit(0)
 	}
 	if len(os.Args) < 4 {
-		die(fmt.Errorf("no command to run"))
+		die(errors.New("no command to run"))
 	}
 	err := syscall.Exec(os.Args[2], os.Args[3:], os.Environ())
 	die(fmt.Errorf("cannot execute %s: %w", os.Args[2], err))

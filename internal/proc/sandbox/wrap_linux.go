@@ -34,7 +34,9 @@ type plan struct {
 // returned cleanup removes the private directories once the command and everything it started are
 // gone. A policy that does not confine leaves cmd alone.
 //
-// If cmd.Err is set (the program was not found), cmd is left alone so that Start reports it.
+// If cmd.Err is set (the program was not found), cmd is left alone so that Start reports it. If
+// the init cannot confine or execute the command, the command exits with code 125 and a
+// "factory sandbox: ..." line on its stderr.
 func (p *Policy) Wrap(cmd *exec.Cmd) (cleanup func(), err error) {
 	return p.wrap(cmd, false)
 }
