@@ -77,8 +77,8 @@ type Run struct {
 	accept   [][]string
 	runDir   string
 	env      []string // the commands' environment, from opts.Env
-	sandbox  *sandbox.Policy
 	envNames []string // the names in env taken from ours, for the summary
+	sandbox  *sandbox.Policy
 }
 
 // Preflight checks everything that can be checked without touching the repo
