@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -31,6 +33,7 @@ type runOptions struct {
 	record, replay string
 	envPolicy      string
 	passEnv        []string
+	sandbox        sandboxFlags
 	quiet          bool
 	jsonOut        bool
 	maxTokens      int64
@@ -88,6 +91,7 @@ func addAttemptFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringVar(&o.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
 	f.StringVar(&o.envPolicy, "env-policy", proc.EnvCore, "environment of verification and acceptance commands: 'core' (PATH, HOME, LANG, LC_*, TERM, TMPDIR, USER, SHELL, VIRTUAL_ENV, toolchain locations) or 'all' (everything but names that look like credentials)")
 	f.StringArrayVar(&o.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable), whatever --env-policy says")
+	o.sandbox.add(f)
 	f.StringVar(&o.record, "record", "", recordHelp)
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
 	f.Int64Var(&o.maxTokens, "max-tokens", 0, "stop before a model call that could take the tokens used past this (0: no limit); exit 5")
@@ -165,6 +169,10 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 	if err != nil {
 		return factory.Options{}, usagef("--env-policy: %v", err)
 	}
+	box, err := o.sandbox.request(env)
+	if err != nil {
+		return factory.Options{}, err
+	}
 	python := o.python
 	if python == "" {
 		python = defaultPython()
@@ -177,8 +185,42 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 		ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
 		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
 		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
-		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv},
+		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv}, Sandbox: box,
 	}, nil
+}
+
+// sandboxFlags are --sandbox, --sandbox-home and --sandbox-hide, for every
+// command that runs verification commands.
+type sandboxFlags struct {
+	mode, home string
+	hide       []string
+}
+
+func (o *sandboxFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&o.mode, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
+	f.StringVar(&o.home, "sandbox-home", "", "give confined commands this directory as a writable HOME (default: a private empty directory per command)")
+	f.StringArrayVar(&o.hide, "sandbox-hide", nil, "make this path unreadable to confined commands, e.g. ~/.ssh or ~/.aws (repeatable)")
+}
+
+// request checks the flags. Hidden paths may start with ~/ (a shell leaves
+// --sandbox-hide=~/.ssh unexpanded) and are made absolute.
+func (o *sandboxFlags) request(env Env) (sandbox.Request, error) {
+	mode, err := sandbox.ParseMode(o.mode)
+	if err != nil {
+		return sandbox.Request{}, usagef("--sandbox: %v", err)
+	}
+	req := sandbox.Request{Mode: mode, Home: o.home}
+	for _, path := range o.hide {
+		if rest, ok := strings.CutPrefix(path, "~/"); ok && env.Getenv("HOME") != "" {
+			path = filepath.Join(env.Getenv("HOME"), rest)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return sandbox.Request{}, usagef("--sandbox-hide %s: %v", path, err)
+		}
+		req.Hide = append(req.Hide, abs)
+	}
+	return req, nil
 }
 
 // budgetMeter meters model (and whatever else the caller wraps with the

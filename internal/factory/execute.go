@@ -137,6 +137,10 @@ func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 	}
 	res = Result{RunID: r.runID, RunDir: runDir, SummaryPath: filepath.Join(runDir, "run_summary.json")}
 	r.progress("run %s: work order %s, baseline %s, artifacts in %s", r.runID, r.opts.WorkOrder.ID, r.baseline.Commit[:12], runDir)
+	r.progress("%s", r.sandbox.Describe())
+	if w := r.sandbox.Warning(); w != "" {
+		r.progress("%s", w)
+	}
 
 	s := &state{mark: time.Now()}
 	runErr := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder)
@@ -214,6 +218,7 @@ func (r *Run) summary(s *state, runErr error) RunSummary {
 		Attempts:       s.records,
 		EnvPassed:      nonNil(r.envNames),
 		StoppedEarly:   s.stoppedEarly,
+		Sandbox:        r.sandbox.Summary(),
 	}
 	if sum.Attempts == nil {
 		sum.Attempts = []AttemptRecord{}

@@ -1,6 +1,9 @@
 package factory
 
-import "github.com/factory-harness/factory/internal/llm"
+import (
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
+)
 
 // Failure stages, as in the seeds (AGENTS.md §4.3).
 const (
@@ -131,5 +134,7 @@ type RunSummary struct {
 	// StoppedEarly says why the run stopped before --max-attempts:
 	// "identical failure" when two consecutive attempts failed the same way.
 	StoppedEarly string `json:"stopped_early,omitempty"`
-	Error        string `json:"error,omitempty"`
+	// Sandbox is how commands were confined.
+	Sandbox sandbox.Summary `json:"sandbox"`
+	Error   string          `json:"error,omitempty"`
 }

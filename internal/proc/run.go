@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // waitDelay is a backstop: how long Wait waits after canceling before it kills the child itself, in case
@@ -62,6 +64,10 @@ type Spec struct {
 	// TermGrace, if positive, makes a timeout or cancellation send SIGTERM to the process group first
 	// and SIGKILL only after this long, so an agent can stop its own children cleanly.
 	TermGrace time.Duration
+	// Sandbox confines the command and everything it starts (see package sandbox); nil runs it with
+	// this process's privileges. The process started is still the command's own, so the timeout,
+	// exit status, signals, output cap and OnStart work as without.
+	Sandbox *sandbox.Policy
 }
 
 // Result is how a command ended.
@@ -118,6 +124,12 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		env, _ = EnvPolicy{}.Environ(os.Environ())
 	}
 	cmd := command(runCtx, s.Dir, s.Argv, env)
+	cleanup, err := s.Sandbox.Wrap(cmd)
+	if err != nil {
+		return err.Error()
+	}
+	// Deferred first, so it runs last: after the process group and orphans are dead.
+	defer cleanup()
 	if s.TermGrace > 0 {
 		cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
 		cmd.WaitDelay = s.TermGrace
