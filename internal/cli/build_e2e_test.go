@@ -32,6 +32,9 @@ func cond(kind, path string) map[string]string { return map[string]string{"kind"
 
 // buildPlan is a valid three-order plan. With release set, WO-02's first
 // acceptance command waits until that file exists (for the kill tests).
+// Confined commands see the host's /tmp only in the work tree, where a
+// rollback would remove the file, and in the git directory: release is
+// relative to the repository, in .git.
 func buildPlan(release string) map[string]any {
 	accept2 := []string{"python3 -m unittest tests.test_multiply -q"}
 	if release != "" {
@@ -120,6 +123,19 @@ func newBuildFixture(t *testing.T, plan map[string]any) *buildFixture {
 	writeFiles(t, f.plan, map[string]string{"WORK_ORDERS_MANIFEST.json": string(manifest)})
 	f.baseline = treeSnapshot(t, f.repo)
 	return f
+}
+
+// newSlowBuildFixture is newBuildFixture with a plan whose WO-02 waits
+// for f.release.
+func newSlowBuildFixture(t *testing.T) *buildFixture {
+	return newBuildFixture(t, buildPlan(releaseFile))
+}
+
+const releaseFile = ".git/test-release"
+
+// release lets the slow plan's WO-02 go on.
+func (f *buildFixture) release(t *testing.T) {
+	writeFiles(t, f.repo, map[string]string{releaseFile: ""})
 }
 
 func (f *buildFixture) args(srvURL string, extra ...string) []string {
@@ -328,8 +344,7 @@ func TestBuildCreatesRepository(t *testing.T) {
 func TestBuildKilledThenResumes(t *testing.T) {
 	for _, via := range []string{"build", "recover"} {
 		t.Run(via, func(t *testing.T) {
-			release := filepath.Join(t.TempDir(), "release")
-			f := newBuildFixture(t, buildPlan(release))
+			f := newSlowBuildFixture(t)
 			srv := llmtest.Start(t, replyWO01, replyWO02)
 			base := git(t, f.repo, "rev-parse", "HEAD")
 			first := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(srv.URL)...)
@@ -353,7 +368,7 @@ func TestBuildKilledThenResumes(t *testing.T) {
 				}
 				checkClean(t, f.repo)
 			}
-			writeFiles(t, filepath.Dir(release), map[string]string{"release": ""})
+			f.release(t)
 			fixed := llmtest.Start(t, replyWO02, replyWO03)
 			res := f.build(t, fixed.URL)
 			if via == "build" && !strings.Contains(res.stderr, "recovering") {
@@ -420,8 +435,7 @@ func routeByPath(t *testing.T, routes map[string]string) string {
 // A journal a killed `factory run` left is not the build's to undo: the
 // build refuses and points at factory recover.
 func TestBuildRefusesJournalOfRun(t *testing.T) {
-	release := filepath.Join(t.TempDir(), "release")
-	plan := buildPlan(release)
+	plan := buildPlan(releaseFile)
 	f := newBuildFixture(t, plan)
 	wo := plan["work_orders"].([]any)[1].(map[string]any)
 	wo["preconditions"] = []any{}
@@ -439,7 +453,6 @@ func TestBuildRefusesJournalOfRun(t *testing.T) {
 	waitFor(t, "the command to start", func() bool { return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) })
 	run.Process.Kill()
 	run.Wait()
-	writeFiles(t, filepath.Dir(release), map[string]string{"release": ""})
 
 	res := f.build(t, llmtest.Start(t).URL)
 	if res.code != ExitUsage || !strings.Contains(res.stderr, "factory recover --repo") || !strings.Contains(res.stderr, "factory run") {
@@ -454,8 +467,7 @@ func TestBuildRefusesJournalOfRun(t *testing.T) {
 // Ctrl-C in the middle of a work order rolls it back and exits 3; the
 // same command then resumes there.
 func TestBuildInterrupted(t *testing.T) {
-	release := filepath.Join(t.TempDir(), "release")
-	f := newBuildFixture(t, buildPlan(release))
+	f := newSlowBuildFixture(t)
 	srv := llmtest.Start(t, replyWO01, replyWO02)
 	base := git(t, f.repo, "rev-parse", "HEAD")
 	cmd := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(srv.URL)...)
@@ -477,7 +489,7 @@ func TestBuildInterrupted(t *testing.T) {
 	if exists(filepath.Join(f.repo, ".git", "factory", "journal.json")) {
 		t.Errorf("journal left after an interrupt that rolled back")
 	}
-	writeFiles(t, filepath.Dir(release), map[string]string{"release": ""})
+	f.release(t)
 	res := f.build(t, llmtest.Start(t, replyWO02, replyWO03).URL)
 	if res.code != ExitPass {
 		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)

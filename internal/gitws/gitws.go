@@ -47,6 +47,11 @@ var gitSettings = []string{
 	"-c", "core.quotepath=false",
 	"-c", "core.pager=cat",
 	"-c", "protocol.allow=never",
+	// A commit may start `git gc --auto` in the background, whose repack
+	// rewrites .git/info/refs while a command runs: the metadata check
+	// would blame the command.
+	"-c", "gc.auto=0",
+	"-c", "maintenance.auto=false",
 	"--no-pager",
 }
 
