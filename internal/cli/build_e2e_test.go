@@ -18,14 +18,14 @@ import (
 
 // The build tests' product: a calculator library in three work orders.
 const (
-	bVerify    = "set -e\npython3 -m unittest discover -s tests -q\n"
-	bCalcAdd   = "def add(a, b):\n    return a + b\n"
-	bTestAdd   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n"
-	bCalcMul   = bCalcAdd + "\n\ndef multiply(a, b):\n    return a * b\n"
-	bCalcMulX  = bCalcAdd + "\n\ndef multiply(a, b):\n    return a + b\n" // wrong
-	bTestMul   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_multiply(self):\n        self.assertEqual(calc.multiply(3, 4), 12)\n"
-	bCalcSub   = bCalcMul + "\n\ndef subtract(a, b):\n    return a - b\n"
-	bTestSub   = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_subtract(self):\n        self.assertEqual(calc.subtract(7, 4), 3)\n"
+	bVerify   = "set -e\npython3 -m unittest discover -s tests -q\n"
+	bCalcAdd  = "def add(a, b):\n    return a + b\n"
+	bTestAdd  = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n"
+	bCalcMul  = bCalcAdd + "\n\ndef multiply(a, b):\n    return a * b\n"
+	bCalcMulX = bCalcAdd + "\n\ndef multiply(a, b):\n    return a + b\n" // wrong
+	bTestMul  = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_multiply(self):\n        self.assertEqual(calc.multiply(3, 4), 12)\n"
+	bCalcSub  = bCalcMul + "\n\ndef subtract(a, b):\n    return a - b\n"
+	bTestSub  = "import unittest\n\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_subtract(self):\n        self.assertEqual(calc.subtract(7, 4), 3)\n"
 )
 
 func cond(kind, path string) map[string]string { return map[string]string{"kind": kind, "path": path} }
@@ -253,6 +253,9 @@ func TestBuildFailThenResume(t *testing.T) {
 	// WO-02 fails twice the same way: the third attempt is never asked for.
 	srv := llmtest.Start(t, replyWO01, replyWO02Bad, replyWO02Bad, replyWO02)
 	base := git(t, f.repo, "rev-parse", "HEAD")
+	if before := runFactory(t, nil, "status", "--repo", f.repo); before.code != ExitUsage || !strings.Contains(before.stderr, "no factory build has run") {
+		t.Errorf("status before any build: exit %d\n%s", before.code, before.stderr)
+	}
 	res := f.build(t, srv.URL, "--json")
 	if res.code != ExitFail {
 		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", res.code, ExitFail, res.stdout, res.stderr)
@@ -446,4 +449,38 @@ func TestBuildRefusesJournalOfRun(t *testing.T) {
 		t.Fatalf("recover: exit %d\n%s", rec.code, rec.stderr)
 	}
 	sameTree(t, f.baseline, treeSnapshot(t, f.repo))
+}
+
+// Ctrl-C in the middle of a work order rolls it back and exits 3; the
+// same command then resumes there.
+func TestBuildInterrupted(t *testing.T) {
+	release := filepath.Join(t.TempDir(), "release")
+	f := newBuildFixture(t, buildPlan(release))
+	srv := llmtest.Start(t, replyWO01, replyWO02)
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	cmd := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(srv.URL)...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "WO-02's slow command", func() bool {
+		return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && exists(filepath.Join(f.repo, "tests", "test_multiply.py"))
+	})
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != ExitInternal {
+		t.Fatalf("exit %d (%v), want %d\n%s", code, err, ExitInternal, stderr.String())
+	}
+	checkCommits(t, f.repo, base, map[string][]string{"WO-01": committed["WO-01"]})
+	checkClean(t, f.repo)
+	if exists(filepath.Join(f.repo, ".git", "factory", "journal.json")) {
+		t.Errorf("journal left after an interrupt that rolled back")
+	}
+	writeFiles(t, filepath.Dir(release), map[string]string{"release": ""})
+	res := f.build(t, llmtest.Start(t, replyWO02, replyWO03).URL)
+	if res.code != ExitPass {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	checkCommits(t, f.repo, base, committed)
 }

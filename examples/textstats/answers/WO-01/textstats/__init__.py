@@ -1,0 +1,3 @@
+"""Word and sentence statistics for plain-text files."""
+
+__version__ = "1.0.0"
