@@ -6,7 +6,8 @@
 #
 # The transcript was WRITTEN FOR THIS EXAMPLE, not produced by a real model:
 # see example/README.md. Set EXAMPLE_RECORD_BASE_URL to re-record it against
-# a (scripted) OpenAI-compatible server instead of replaying.
+# a (scripted) OpenAI-compatible server instead of replaying. Arguments are
+# passed on to `factory run` (e.g. --sandbox required).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/factory-example.XXXXXX")
@@ -38,7 +39,7 @@ fi
 
 set +e
 "$factory" run --repo "$work/repo" --work-order "$here/work_order.json" --out "$work/out" \
-  --llm-model example-scripted-model --python python3 "${model[@]}"
+  --llm-model example-scripted-model --python python3 "${model[@]}" "$@"
 code=$?
 set -e
 echo

@@ -6,6 +6,10 @@ import (
 	"os"
 
 	"github.com/factory-harness/factory/internal/cli"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() {
+	sandbox.Init() // in a confined command's init, confines it and never returns
+	os.Exit(cli.Main())
+}

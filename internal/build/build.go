@@ -326,7 +326,7 @@ func baseCommit(ctx context.Context, repo *gitws.Repo, branch, planHash string) 
 	if !exists {
 		return repo.Head(ctx)
 	}
-	commits, err := repo.Log(ctx, tip)
+	commits, err := repo.Log(ctx, tip, 0)
 	if err != nil {
 		return "", err
 	}

@@ -77,19 +77,15 @@ func (b *builder) runAll(ctx context.Context) error {
 	return nil
 }
 
-// budgetError is implemented by the error a metered model returns when the
-// next call could exceed the budget.
-type budgetError interface{ BudgetExceeded() bool }
-
 func verdictOf(err error) string {
 	var invalid *PlanInvalidError
-	var budget budgetError
+	var budget *llm.BudgetError
 	switch {
 	case errors.Is(err, errWorkOrderFailed):
 		return VerdictFail
 	case errors.As(err, &invalid):
 		return VerdictPlanInvalid
-	case errors.As(err, &budget) && budget.BudgetExceeded():
+	case errors.As(err, &budget):
 		return VerdictBudget
 	}
 	return VerdictError
@@ -195,7 +191,7 @@ func (b *builder) compile(ctx context.Context, dir string, env planner.Env) erro
 // Passed maps each work order of plan planHash committed on tip since
 // base to its commit, read from the commits' trailers.
 func Passed(ctx context.Context, repo *gitws.Repo, tip, planHash, base string) (map[string]string, error) {
-	commits, err := repo.Log(ctx, tip)
+	commits, err := repo.Log(ctx, tip, 0)
 	if err != nil {
 		return nil, err
 	}

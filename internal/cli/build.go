@@ -115,16 +115,22 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	if err != nil {
 		return err
 	}
-	seModel, plannerModel, err := o.models(env, attempt.Progress)
+	seModel, plannerModel, meter, err := o.models(env, attempt.Progress)
 	if err != nil {
 		return err
 	}
-	attempt.Model = seModel
+	attempt.Model, attempt.Prices = seModel, meter.Prices()
+	_, attempt.ModelName, _ = parseModelSpec(o.run.model)
+	review, _ := reviewModelName(o.run.model, o.reviewModel)
 	sum, err := build.Run(cmd.Context(), build.Options{
 		SpecPath: o.spec, PlanDir: o.plan, Repo: o.run.repo, Out: o.run.out, Branch: o.branch,
 		PlannerModel: plannerModel, Template: tmpl, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
-		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: o.reviewModel,
+		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: review,
 		Run: attempt, Python: planner.NewPython3Inspector(), Progress: attempt.Progress,
+		Spent: func() build.Spend {
+			t := meter.Snapshot()
+			return build.Spend{Tokens: t.TotalTokens, CostUSD: t.Cost()}
+		},
 	})
 	var refused *build.RefusedError
 	if errors.As(err, &refused) {
@@ -139,6 +145,10 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	case build.VerdictPlanInvalid:
 		return &exitError{code: ExitFail, err: err}
 	case build.VerdictBudget:
+		var budget *llm.BudgetError
+		if errors.As(err, &budget) {
+			err = budget // the limit and what was spent, without the wrapping
+		}
 		return &exitError{code: ExitBudget, err: err}
 	}
 	if err == nil {
@@ -164,25 +174,41 @@ func (o *buildOptions) loadTemplate() (string, error) {
 	return string(b), nil
 }
 
-// models connects the work orders' model (Chat Completions) and the
-// planner's (Responses). Under --replay both answer from the one transcript,
-// in the order the build asks.
-func (o *buildOptions) models(env Env, progress io.Writer) (se, plan llm.Model, err error) {
-	if se, err = buildModel(&o.run, env); err != nil {
-		return nil, nil, err
+// models connects the work orders' model (OpenAI: Chat Completions) and
+// the planner's (OpenAI: Responses), both behind one Meter so that one
+// budget covers the whole build. Under --replay both answer from the one
+// transcript, and under --record both go to it, in the order the build
+// asks.
+func (o *buildOptions) models(env Env, progress io.Writer) (se, plan llm.Model, meter *llm.Meter, err error) {
+	se, name, err := seModel(&o.run, env)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if o.run.replay != "" {
-		return se, se, nil
-	}
-	plan, err = connectModel(env, modelFlags{baseURL: o.run.baseURL, record: o.run.record},
-		func(key, base string) llm.Model {
-			return llm.NewOpenAIResponses(llm.ResponsesConfig{
-				APIKey: key, BaseURL: base, CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
-				MaxWait: time.Duration(o.maxWaitSeconds) * time.Second, Progress: progress,
-				PollInterval: o.pollInterval, RetryBase: o.backoff,
-			})
+	plan = se
+	if o.run.replay == "" {
+		plan, _, err = newModel(env, o.run.model, rolePlanner, modelFlags{
+			baseURL: o.run.baseURL, timeout: time.Duration(o.maxWaitSeconds) * time.Second,
+			pollInterval: o.pollInterval, retryBase: o.backoff, progress: progress,
 		})
-	return se, plan, err
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if rec, ok := se.(*llm.Recorder); ok {
+			plan = rec.Wrap(plan)
+		}
+	}
+	names := []string{name}
+	if o.reviewModel != "" {
+		review, err := reviewModelName(o.run.model, o.reviewModel)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		names = append(names, review)
+	}
+	if meter, err = budgetMeter(&o.run, se, names...); err != nil {
+		return nil, nil, nil, err
+	}
+	return meter, meter.Wrap(plan), meter, nil
 }
 
 // printBuildSummary prints the summary as JSON, or a short account.

@@ -179,7 +179,7 @@ acceptance commands without a shell, and rolls back with git on failure.
 	root.DisableSuggestions = false
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(flagErrorf)
-	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env))
+	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env))
 	return root
 }
 

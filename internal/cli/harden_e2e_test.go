@@ -52,7 +52,9 @@ sys.exit(1)
 			git(t, f.repo, "commit", "-q", "-m", "tools")
 			f.baseline = treeSnapshot(t, f.repo)
 
-			res := f.run(t, "--max-attempts", "2")
+			// Unconfined: the metadata check is what stands when no sandbox
+			// can (see TestSandboxKeepsGitReadOnly for the confined run).
+			res := f.run(t, "--max-attempts", "2", "--sandbox", "off")
 			if res.code != ExitFail {
 				t.Fatalf("exit %d, want %d\n%s", res.code, ExitFail, res.stderr)
 			}

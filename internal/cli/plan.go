@@ -38,8 +38,8 @@ func newPlanCmd(env Env) *cobra.Command {
 		Short:   "Compile a product spec into validated work orders WO-01.json … WO-NN.json",
 		Long: `Compile a product specification into work orders for 'factory run'.
 
-A model drafts the plan (OpenAI Responses API, background mode with polling); the
-deterministic validators check it (error codes E000-E007, E101-E106, warning W101; see
+A model drafts the plan (OpenAI: Responses API, background mode with polling;
+anthropic:NAME: the Messages API, streamed; see docs/providers.md); the deterministic validators check it (error codes E000-E007, E101-E106, warning W101; see
 the README); on errors the model revises it against the exact error list, up to
 --max-attempts times. A reviewer model then checks acceptance commands against the notes
 and the APIs across work orders (--no-review to skip); its findings go back to the planner
@@ -53,7 +53,7 @@ and compile_summary.json go to --artifacts-dir. Prints the work orders written, 
 
 Exit codes: 0 plan written; 1 the plan is still invalid (or not JSON) after every
 attempt; 2 refused before anything was created (usage, unreadable spec or template,
-existing plan without --overwrite, OPENAI_API_KEY not set); 3 error: the model
+existing plan without --overwrite, the provider's API key not set); 3 error: the model
 provider refused or could not be reached (bad key, unknown model, wrong URL, retries
 exhausted), interrupted, replay mismatch, or an I/O error.`,
 		Args: cobra.NoArgs,
@@ -71,16 +71,16 @@ exhausted), interrupted, replay mismatch, or an I/O error.`,
 	f.BoolVar(&o.overwrite, "overwrite", false, "replace a plan already in --out")
 	f.BoolVar(&o.jsonOut, "json", false, "print compile_summary.json to stdout instead of the list of work orders (--print-summary is an alias)")
 	aliasFlag(f, "json", "print-summary")
-	f.StringVar(&o.model, "llm-model", "gpt-5.2-codex", "planner model")
+	f.StringVar(&o.model, "llm-model", "gpt-5.2-codex", "planner "+modelHelp)
 	f.StringVar(&o.effort, "reasoning-effort", "medium", "reasoning effort sent to the model (e.g. low, medium, high; empty to omit)")
 	f.Int64Var(&o.maxOutputTokens, "max-output-tokens", 64000, "output token budget per call (doubled once when a reply is incomplete)")
 	f.IntVar(&o.maxAttempts, "max-attempts", 3, "planner calls per validation loop")
 	f.BoolVar(&o.review, "review", true, "run the LLM reviewer pass (--no-review or --review=false to skip)")
-	f.StringVar(&o.reviewModel, "review-model", "", "reviewer model (default: --llm-model)")
+	f.StringVar(&o.reviewModel, "review-model", "", "reviewer model, of the same provider as --llm-model (default: --llm-model)")
 	f.IntVar(&o.maxWaitSeconds, "max-wait-seconds", 1800, "bound on waiting for one background response")
 	f.DurationVar(&o.pollInterval, "poll-interval", llm.DefaultPollInterval, "how often to poll a background response")
 	f.DurationVar(&o.retryBackoff, "retry-backoff", llm.DefaultRetryBase, "first wait before retrying HTTP 408/429/5xx, a timeout or a dropped connection (then doubled; Retry-After wins)")
-	f.StringVar(&o.conn.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
+	f.StringVar(&o.conn.baseURL, "llm-base-url", "", baseURLHelp)
 	f.StringVar(&o.conn.record, "record", "", recordHelp)
 	f.StringVar(&o.conn.replay, "replay", "", "answer model requests from this JSONL transcript (no network, no API key)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
@@ -135,13 +135,13 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	}
 	// Before any directory is created: a missing key is a refusal (exit 2)
 	// that must leave nothing behind.
-	model, err := connectModel(env, o.conn, func(key, base string) llm.Model {
-		return llm.NewOpenAIResponses(llm.ResponsesConfig{
-			APIKey: key, BaseURL: base, CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
-			MaxWait: time.Duration(o.maxWaitSeconds) * time.Second, Progress: progress,
-			PollInterval: o.pollInterval, RetryBase: o.retryBackoff,
-		})
-	})
+	o.conn.timeout, o.conn.pollInterval, o.conn.retryBase = time.Duration(o.maxWaitSeconds)*time.Second, o.pollInterval, o.retryBackoff
+	o.conn.progress = progress
+	model, modelName, err := newModel(env, o.model, rolePlanner, o.conn)
+	if err != nil {
+		return err
+	}
+	reviewModel, err := reviewModelName(o.model, o.reviewModel)
 	if err != nil {
 		return err
 	}
@@ -152,13 +152,9 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		return usagef("create artifacts directory: %v", err)
 	}
-	reviewModel := o.reviewModel
-	if reviewModel == "" {
-		reviewModel = o.model
-	}
 	out, err := planner.Compile(cmd.Context(), planner.Options{
 		Spec: string(spec), Template: tmpl,
-		Model: model, ModelName: o.model, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
+		Model: model, ModelName: modelName, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
 		MaxAttempts: o.maxAttempts, Review: o.review, ReviewModelName: reviewModel, MaxReviewCycles: 2,
 		Env:          planner.Env{RepoFiles: repoFiles, Python: planner.NewPython3Inspector()},
 		ArtifactsDir: artifacts, Progress: progress,
@@ -170,7 +166,7 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 		return planError(err, o.out, artifacts, env)
 	}
 	written, err := planner.WritePlan(o.out, out.Manifest, planner.CompileInfo{
-		CompileHash: out.Summary.CompileHash, Model: o.model, ReasoningEffort: o.effort,
+		CompileHash: out.Summary.CompileHash, Model: modelName, ReasoningEffort: o.effort,
 		TemplateSHA256: out.Summary.TemplateSHA256, ValidatorVersion: planner.ValidatorVersion,
 	})
 	if err != nil {

@@ -3,8 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -33,8 +33,12 @@ type runOptions struct {
 	record, replay string
 	envPolicy      string
 	passEnv        []string
+	sandbox        sandboxFlags
 	quiet          bool
 	jsonOut        bool
+	maxTokens      int64
+	maxCostUSD     float64
+	prices         string
 }
 
 func newRunCmd(env Env) *cobra.Command {
@@ -76,9 +80,9 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 // addAttemptFlags registers the flags that shape attempts: the model, the
 // commands and the output, shared by run and build.
 func addAttemptFlags(f *pflag.FlagSet, o *runOptions) {
-	f.StringVar(&o.model, "llm-model", "", "model name sent to the server, e.g. gpt-4.1 or qwen2.5-coder (required)")
+	f.StringVar(&o.model, "llm-model", "", modelHelp+" (required)")
 	f.Float64Var(&o.temperature, "llm-temperature", 0, "sampling temperature")
-	f.StringVar(&o.baseURL, "llm-base-url", "", "OpenAI-compatible API base URL, e.g. http://localhost:11434/v1 for Ollama (default $OPENAI_BASE_URL, else "+llm.DefaultBaseURL+")")
+	f.StringVar(&o.baseURL, "llm-base-url", "", baseURLHelp)
 	f.BoolVar(&o.jsonSchema, "llm-json-schema", true, "ask for strict JSON-schema output (response_format); --llm-json-schema=false for servers that reject it")
 	f.IntVar(&o.llmTimeout, "llm-timeout-seconds", 600, "time limit for one HTTP try of a model request; a try that times out is retried (3 retries in all)")
 	f.IntVar(&o.maxAttempts, "max-attempts", 2, "attempts before giving up (preflight and write_failed failures are not retried)")
@@ -87,8 +91,12 @@ func addAttemptFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringVar(&o.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
 	f.StringVar(&o.envPolicy, "env-policy", proc.EnvCore, "environment of verification and acceptance commands: 'core' (PATH, HOME, LANG, LC_*, TERM, TMPDIR, USER, SHELL, VIRTUAL_ENV, toolchain locations) or 'all' (everything but names that look like credentials)")
 	f.StringArrayVar(&o.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable), whatever --env-policy says")
+	o.sandbox.add(f)
 	f.StringVar(&o.record, "record", "", recordHelp)
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
+	f.Int64Var(&o.maxTokens, "max-tokens", 0, "stop before a model call that could take the tokens used past this (0: no limit); exit 5")
+	f.Float64Var(&o.maxCostUSD, "max-cost-usd", 0, "stop before a model call that could take the estimated cost past this many US dollars (0: no limit; needs a known price); exit 5")
+	f.StringVar(&o.prices, "prices", "", "JSON file of model prices that add to or override the built-in table (see docs/providers.md)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
 	f.BoolVar(&o.jsonOut, "json", false, "print run_summary.json to stdout instead of the verdict and summary path lines")
 }
@@ -110,9 +118,14 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	if err != nil {
 		return err
 	}
-	if opts.Model, err = buildModel(o, env); err != nil {
+	if opts.Model, opts.ModelName, err = seModel(o, env); err != nil {
 		return err
 	}
+	meter, err := budgetMeter(o, opts.Model, opts.ModelName)
+	if err != nil {
+		return err
+	}
+	opts.Model, opts.Prices = meter, meter.Prices()
 	opts.Repo, opts.WorkOrder, opts.Out = o.repo, wo, o.out
 	run, err := factory.Preflight(cmd.Context(), opts)
 	if err != nil {
@@ -132,6 +145,10 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	}
 	switch {
 	case err != nil:
+		var budget *llm.BudgetError
+		if errors.As(err, &budget) {
+			return &exitError{code: ExitBudget, err: budget}
+		}
 		if pe, ok := llm.AsProviderError(err); ok {
 			return &internalError{err: pe} // the one line with its hint, without the graph's wrapping
 		}
@@ -152,6 +169,10 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 	if err != nil {
 		return factory.Options{}, usagef("--env-policy: %v", err)
 	}
+	box, err := o.sandbox.request(env)
+	if err != nil {
+		return factory.Options{}, err
+	}
 	python := o.python
 	if python == "" {
 		python = defaultPython()
@@ -164,62 +185,71 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 		ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
 		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
 		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
-		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv},
+		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv}, Sandbox: box,
 	}, nil
 }
 
-func buildModel(o *runOptions, env Env) (llm.Model, error) {
-	return connectModel(env, modelFlags{baseURL: o.baseURL, record: o.record, replay: o.replay},
-		func(key, base string) llm.Model {
-			return llm.NewOpenAIChat(llm.OpenAIConfig{
-				APIKey: key, BaseURL: base, Timeout: time.Duration(o.llmTimeout) * time.Second,
-				CustomHeaders: env.Getenv("OPENAI_CUSTOM_HEADERS"),
-			})
-		})
+// sandboxFlags are --sandbox, --sandbox-home and --sandbox-hide, for every
+// command that runs verification commands.
+type sandboxFlags struct {
+	mode, home string
+	hide       []string
 }
 
-// recordHelp is the help of --record, for run and plan: connectModel
-// refuses a file that already holds a transcript.
-const recordHelp = "write every model exchange to this new JSONL transcript (the file must not exist or be empty)"
+func (o *sandboxFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&o.mode, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
+	f.StringVar(&o.home, "sandbox-home", "", "give confined commands this directory as a writable HOME (default: a private empty directory per command)")
+	f.StringArrayVar(&o.hide, "sandbox-hide", nil, "make this path unreadable to confined commands, e.g. ~/.ssh or ~/.aws (repeatable)")
+}
 
-// modelFlags are the model-connection flags shared by run and plan.
-type modelFlags struct{ baseURL, record, replay string }
-
-// connectModel turns the shared flags into a Model: a replayer, or a live
-// client (wrapped by a recorder when asked) that needs OPENAI_API_KEY.
-func connectModel(env Env, f modelFlags, newClient func(key, base string) llm.Model) (llm.Model, error) {
-	if f.record != "" && f.replay != "" {
-		return nil, usagef("--record and --replay cannot be used together")
+// request checks the flags. Hidden paths may start with ~/ (a shell leaves
+// --sandbox-hide=~/.ssh unexpanded) and are made absolute.
+func (o *sandboxFlags) request(env Env) (sandbox.Request, error) {
+	mode, err := sandbox.ParseMode(o.mode)
+	if err != nil {
+		return sandbox.Request{}, usagef("--sandbox: %v", err)
 	}
-	if f.replay != "" {
-		r, err := llm.LoadReplayer(f.replay)
+	req := sandbox.Request{Mode: mode, Home: o.home}
+	for _, path := range o.hide {
+		if rest, ok := strings.CutPrefix(path, "~/"); ok && env.Getenv("HOME") != "" {
+			path = filepath.Join(env.Getenv("HOME"), rest)
+		}
+		abs, err := filepath.Abs(path)
 		if err != nil {
-			return nil, usagef("--replay: %v", err)
+			return sandbox.Request{}, usagef("--sandbox-hide %s: %v", path, err)
 		}
-		return r, nil
+		req.Hide = append(req.Hide, abs)
 	}
-	key := env.Getenv("OPENAI_API_KEY")
-	if key == "" {
-		return nil, usagef("OPENAI_API_KEY is not set; export it (any non-empty value for a local server that ignores keys) or use --replay FILE")
+	return req, nil
+}
+
+// budgetMeter meters model (and whatever else the caller wraps with the
+// meter) with the price table and the budget flags. A cost budget that
+// cannot be enforced, because a model's price is unknown, is refused.
+func budgetMeter(o *runOptions, model llm.Model, names ...string) (*llm.Meter, error) {
+	if o.maxTokens < 0 || o.maxCostUSD < 0 {
+		return nil, usagef("--max-tokens and --max-cost-usd cannot be negative")
 	}
-	base := f.baseURL
-	if base == "" {
-		base = env.Getenv("OPENAI_BASE_URL")
-	}
-	if base != "" {
-		if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, usagef("model base URL %q is not an http(s) URL like http://localhost:11434/v1", base)
+	prices := llm.DefaultPrices()
+	if o.prices != "" {
+		p, err := llm.LoadPrices(o.prices)
+		if err != nil {
+			return nil, usagef("--prices: %v", err)
 		}
+		prices = p
 	}
-	m := newClient(key, base)
-	if f.record != "" {
-		// One transcript per run: two runs in one file replay as neither.
-		if info, err := os.Stat(f.record); err == nil && info.Size() > 0 {
-			return nil, usagef("--record %s already holds a transcript; choose a new file", f.record)
-		}
-		m = &llm.Recorder{Model: m, Path: f.record}
+	budget := llm.Budget{MaxTokens: o.maxTokens, MaxCostUSD: o.maxCostUSD}
+	if err := budget.Enforceable(prices, names...); err != nil {
+		return nil, usagef("--max-cost-usd: %v", err)
 	}
-	return m, nil
+	return llm.NewMeter(model, prices, budget), nil
+}
+
+// seModel connects the model that answers work orders (--llm-model).
+func seModel(o *runOptions, env Env) (llm.Model, string, error) {
+	return newModel(env, o.model, roleSE, modelFlags{
+		baseURL: o.baseURL, record: o.record, replay: o.replay, timeout: time.Duration(o.llmTimeout) * time.Second,
+	})
 }
 
 // defaultPython follows the seeds ("python") where it exists and falls back

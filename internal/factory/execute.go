@@ -137,6 +137,10 @@ func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 	}
 	res = Result{RunID: r.runID, RunDir: runDir, SummaryPath: filepath.Join(runDir, "run_summary.json")}
 	r.progress("run %s: work order %s, baseline %s, artifacts in %s", r.runID, r.opts.WorkOrder.ID, r.baseline.Commit[:12], runDir)
+	r.progress("%s", r.sandbox.Describe())
+	if w := r.sandbox.Warning(); w != "" {
+		r.progress("%s", w)
+	}
 
 	s := &state{mark: time.Now()}
 	runErr := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder)
@@ -214,6 +218,7 @@ func (r *Run) summary(s *state, runErr error) RunSummary {
 		Attempts:       s.records,
 		EnvPassed:      nonNil(r.envNames),
 		StoppedEarly:   s.stoppedEarly,
+		Sandbox:        r.sandbox.Summary(),
 	}
 	if sum.Attempts == nil {
 		sum.Attempts = []AttemptRecord{}
@@ -227,7 +232,14 @@ func (r *Run) summary(s *state, runErr error) RunSummary {
 	if runErr != nil {
 		sum.Error = runErr.Error()
 	}
+	cost := 0.0
+	sum.CostUSD = &cost
 	for _, a := range s.records {
+		if a.CostUSD == nil {
+			sum.CostUSD = nil
+		} else {
+			cost += *a.CostUSD
+		}
 		sum.Usage.PromptTokens += a.Usage.PromptTokens
 		sum.Usage.CompletionTokens += a.Usage.CompletionTokens
 		sum.Usage.TotalTokens += a.Usage.TotalTokens
@@ -447,8 +459,14 @@ func (r *Run) record(a *attempt) AttemptRecord {
 		p := r.rel(filepath.Join(a.dir, "proposed_writes.json"))
 		rec.ProposalPath = &p
 	}
+	zero := 0.0
+	rec.CostUSD = &zero // no call, no cost
 	if a.response != nil {
 		rec.Usage = a.response.Usage
+		rec.CostUSD = nil
+		if usd, ok := r.opts.Prices.Cost(r.opts.ModelName, a.response.Usage); ok {
+			rec.CostUSD = &usd
+		}
 	}
 	return rec
 }

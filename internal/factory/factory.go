@@ -16,6 +16,7 @@ import (
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -28,6 +29,8 @@ type Options struct {
 	Model       llm.Model
 	ModelName   string
 	Temperature float64
+	// Prices estimate each attempt's cost in the summary; nil: unknown.
+	Prices *llm.Prices
 	// JSONSchema asks the model server for strict structured output.
 	JSONSchema bool
 
@@ -40,6 +43,10 @@ type Options struct {
 	// Env decides which environment variables commands see (--env-policy,
 	// --pass-env); the zero value passes only the core set.
 	Env proc.EnvPolicy
+	// Sandbox confines those commands (--sandbox, --sandbox-home,
+	// --sandbox-hide); Preflight sets WorkTree and ReadOnly itself. The zero
+	// Mode means sandbox.ModeAuto.
+	Sandbox sandbox.Request
 
 	// RecordPath is the transcript the model records to, if any: like Out it
 	// must be outside the repo, or rollback would delete it.
@@ -87,6 +94,7 @@ type Run struct {
 	runDir   string
 	env      []string // the commands' environment, from opts.Env
 	envNames []string // the names in env taken from ours, for the summary
+	sandbox  *sandbox.Policy
 }
 
 // Preflight checks everything that can be checked without touching the repo
@@ -174,11 +182,30 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 			return nil, err
 		}
 	}
+	if r.sandbox, err = prepareSandbox(opts, repo); err != nil {
+		return nil, err
+	}
 	if r.runID, err = workorder.RunID(opts.WorkOrder, r.baseline.Commit); err != nil {
 		return nil, err
 	}
 	r.env, r.envNames = opts.Env.Environ(os.Environ())
 	return r, nil
+}
+
+// prepareSandbox decides how commands are confined: writable work tree,
+// read-only git directories (whichever of them are inside it) and artifacts.
+func prepareSandbox(opts Options, repo *gitws.Repo) (*sandbox.Policy, error) {
+	req := opts.Sandbox
+	if req.Mode == "" {
+		req.Mode = sandbox.ModeAuto
+	}
+	req.WorkTree = repo.Root
+	req.ReadOnly = []string{filepath.Join(repo.Root, ".git"), repo.GitDir, repo.CommonDir, opts.Out}
+	p, err := sandbox.Prepare(req)
+	if err != nil {
+		return nil, preflightf("%v", err)
+	}
+	return p, nil
 }
 
 func summarize(items []string, n int) string {

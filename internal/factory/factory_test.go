@@ -58,14 +58,14 @@ func TestBriefsAreBounded(t *testing.T) {
 	if !strings.HasSuffix(b.PrimaryErrorExcerpt, "[... truncated]") || b.ConstraintsReminder == "" {
 		t.Errorf("brief = %q...", b.PrimaryErrorExcerpt[:40])
 	}
-	cb := commandBrief(StageAcceptanceFailed, CmdResult{Command: []string{"python3", "-c", "x"}, ExitCode: 2, StderrTrunc: huge + "END-ERR", StdoutTrunc: "out"})
+	cb := commandBrief(StageAcceptanceFailed, CmdResult{Command: []string{"python3", "-c", "x"}, ExitCode: 2, StderrTrunc: huge + "END-ERR", StdoutTrunc: "out"}, "")
 	if n := utf8.RuneCountInString(cb.PrimaryErrorExcerpt); n > MaxExcerptChars {
 		t.Errorf("command excerpt has %d chars", n)
 	}
 	if !strings.Contains(cb.PrimaryErrorExcerpt, "END-ERR") || *cb.ExitCode != 2 || *cb.Command != "python3 -c x" {
 		t.Errorf("command brief lost the tail or the command: %+v", cb)
 	}
-	small := commandBrief(StageVerifyFailed, CmdResult{Command: []string{"false"}, ExitCode: 1, StderrTrunc: "bad\n", StdoutTrunc: "context\n"})
+	small := commandBrief(StageVerifyFailed, CmdResult{Command: []string{"false"}, ExitCode: 1, StderrTrunc: "bad\n", StdoutTrunc: "context\n"}, "")
 	if !strings.Contains(small.PrimaryErrorExcerpt, "bad") || !strings.Contains(small.PrimaryErrorExcerpt, "context") {
 		t.Errorf("short brief lacks stderr or stdout: %q", small.PrimaryErrorExcerpt)
 	}

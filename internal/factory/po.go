@@ -11,6 +11,7 @@ import (
 
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // cmdExcerptBytes bounds stdout/stderr excerpts kept in result files.
@@ -30,7 +31,7 @@ func (r *Run) po(ctx context.Context, s *state) error {
 			return nil
 		}
 		if res.ExitCode != 0 {
-			a.brief = commandBrief(StageVerifyFailed, res)
+			a.brief = commandBrief(StageVerifyFailed, res, r.denials(res))
 			return nil
 		}
 	}
@@ -49,7 +50,7 @@ func (r *Run) po(ctx context.Context, s *state) error {
 			return nil
 		}
 		if res.ExitCode != 0 {
-			a.brief = commandBrief(StageAcceptanceFailed, res)
+			a.brief = commandBrief(StageAcceptanceFailed, res, r.denials(res))
 			return nil
 		}
 	}
@@ -90,7 +91,7 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	var recordErr error
 	res := proc.Run(ctx, proc.Spec{
 		Argv: argv, Dir: r.repo.Root, Timeout: r.opts.CommandTimeout, Stdout: stdout, Stderr: stderr,
-		Env: r.env, MaxOutputBytes: proc.DefaultMaxOutputBytes,
+		Env: r.env, MaxOutputBytes: proc.DefaultMaxOutputBytes, Sandbox: r.sandbox,
 		// The journal names the running group, so that `factory recover`
 		// can kill it if this process is killed first.
 		OnStart: func(pgid int, startTicks uint64) {
@@ -164,10 +165,19 @@ func (r *Run) relativize(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, r.repo.Root+"/", ""), r.repo.Root, ".")
 }
 
-// commandBrief summarises a failed command: why it stopped, then the tail of
-// stderr, topped up with the tail of stdout, all within MaxExcerptChars so the
-// tails (where errors are) survive.
-func commandBrief(stage string, res CmdResult) *FailureBrief {
+// denials names the operations a confined command was denied, as its output
+// shows them, for the failure brief; "" when unconfined.
+func (r *Run) denials(res CmdResult) string {
+	if !r.sandbox.Confined() {
+		return ""
+	}
+	return sandbox.Explain(res.StderrTrunc + "\n" + res.StdoutTrunc)
+}
+
+// commandBrief summarises a failed command: why it stopped, then note (if
+// any), then the tail of stderr, topped up with the tail of stdout, all
+// within MaxExcerptChars so the tails (where errors are) survive.
+func commandBrief(stage string, res CmdResult, note string) *FailureBrief {
 	cmd := quoteArgv(res.Command)
 	code := res.ExitCode
 	head := fmt.Sprintf("%s exited with code %d", truncateChars(cmd, 300), code)
@@ -175,6 +185,9 @@ func commandBrief(stage string, res CmdResult) *FailureBrief {
 		head += " (" + res.Error + ")"
 	}
 	head += "\n"
+	if note != "" {
+		head += note + "\n"
+	}
 	const errLabel, outLabel = "--- stderr ---\n", "\n--- stdout ---\n"
 	room := MaxExcerptChars - utf8.RuneCountInString(head+errLabel+outLabel)
 	stderr := lastChars(res.StderrTrunc, room)

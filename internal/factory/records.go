@@ -1,6 +1,9 @@
 package factory
 
-import "github.com/factory-harness/factory/internal/llm"
+import (
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
+)
 
 // Failure stages, as in the seeds (AGENTS.md §4.3).
 const (
@@ -99,6 +102,9 @@ type AttemptRecord struct {
 	// passed or never touched the repo.
 	Rollback *RollbackRecord `json:"rollback"`
 	Usage    llm.Usage       `json:"usage"`
+	// CostUSD is the model call's estimated cost; null when the model's
+	// price is unknown.
+	CostUSD *float64 `json:"cost_usd"`
 }
 
 // RollbackRecord is the audit trail of one rollback.
@@ -121,11 +127,14 @@ type RunSummary struct {
 	LLMModel          string          `json:"llm_model"`
 	Attempts          []AttemptRecord `json:"attempts"`
 	Usage             llm.Usage       `json:"usage"`
+	CostUSD           *float64        `json:"cost_usd"` // null when any attempt's cost is unknown
 	// EnvPassed lists the names (never values) of the environment variables
 	// commands received from factory's environment (see --env-policy).
 	EnvPassed []string `json:"env_passed"`
 	// StoppedEarly says why the run stopped before --max-attempts:
 	// "identical failure" when two consecutive attempts failed the same way.
 	StoppedEarly string `json:"stopped_early,omitempty"`
-	Error        string `json:"error,omitempty"`
+	// Sandbox is how commands were confined.
+	Sandbox sandbox.Summary `json:"sandbox"`
+	Error   string          `json:"error,omitempty"`
 }

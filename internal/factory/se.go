@@ -52,14 +52,16 @@ func (r *Run) se(ctx context.Context, s *state) error {
 	stop()
 	var mismatch *llm.ReplayMismatchError
 	var recordErr *llm.RecordError
+	var budget *llm.BudgetError
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	case errors.As(err, &mismatch), errors.As(err, &recordErr):
 		return err // a replay that diverged, or a record that cannot be kept, ends the run
-	case isProviderError(err):
-		// Not the model's fault: no attempt is counted and no provider text
-		// reaches a prompt; the run ends as ERROR with the hint.
+	case isProviderError(err), errors.As(err, &budget):
+		// Not the model's fault, or a budget reached before the call was
+		// sent: no attempt is counted and no provider text reaches a
+		// prompt; the run ends as ERROR (a budget: exit 5) with the hint.
 		s.cur = nil
 		return err
 	case err != nil:

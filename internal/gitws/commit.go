@@ -143,11 +143,16 @@ type Commit struct {
 	Trailers map[string]string // the last value of each trailer key
 }
 
-// Log lists the commits reachable from tip, newest first, following first
-// parents only (the build's own line of history).
-func (r *Repo) Log(ctx context.Context, tip string) ([]Commit, error) {
+// Log lists at most n (all when n <= 0) commits reachable from tip along
+// first parents (the build's or the loop's own line of history), newest
+// first.
+func (r *Repo) Log(ctx context.Context, tip string, n int) ([]Commit, error) {
 	const sep, end = "\x1f", "\x1e"
-	out, err := r.query(ctx, "log", "--first-parent", "--format=%H"+sep+"%P"+sep+"%s"+sep+"%(trailers:only,unfold)"+end, tip, "--")
+	args := []string{"log", "--first-parent", "--format=%H" + sep + "%P" + sep + "%s" + sep + "%(trailers:only,unfold)" + end}
+	if n > 0 {
+		args = append(args, fmt.Sprintf("--max-count=%d", n))
+	}
+	out, err := r.query(ctx, append(args, tip, "--")...)
 	if err != nil {
 		return nil, fmt.Errorf("git log %s in %s: %w", tip, r.Root, err)
 	}

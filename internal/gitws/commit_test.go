@@ -30,7 +30,7 @@ func TestCommitPathsAndLog(t *testing.T) {
 	if st := git(t, f.root, "status", "--porcelain"); st != "?? stray.txt" {
 		t.Errorf("status after commit = %q, want only the stray file", st)
 	}
-	log, err := f.repo.Log(ctx, "HEAD")
+	log, err := f.repo.Log(ctx, "HEAD", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

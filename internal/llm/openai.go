@@ -59,12 +59,9 @@ func dropHeaders(customHeaders string) option.Middleware {
 // SDK's own retries are off: its waits cannot be injected and it retries
 // refused connections, so the retrier decides instead.
 func clientOptions(apiKey, baseURL, customHeaders string, httpClient *http.Client) []option.RequestOption {
-	if baseURL == "" {
-		baseURL = DefaultBaseURL
-	}
 	opts := []option.RequestOption{
 		option.WithAPIKey(apiKey),
-		option.WithBaseURL(baseURL),
+		option.WithBaseURL(orDefault(baseURL, DefaultBaseURL)),
 		option.WithMaxRetries(0),
 		option.WithMiddleware(dropHeaders(customHeaders), capReplies),
 	}
@@ -90,7 +87,7 @@ func NewOpenAIChat(cfg OpenAIConfig) *OpenAIChat {
 	}
 	return &OpenAIChat{
 		client: openai.NewClient(opts...),
-		retry:  newRetrier(cfg.MaxRetries, cfg.RetryBase, cfg.Sleep, cfg.BaseURL),
+		retry:  newRetrier(cfg.MaxRetries, cfg.RetryBase, cfg.Sleep, "", orDefault(cfg.BaseURL, DefaultBaseURL)),
 	}
 }
 
@@ -140,6 +137,13 @@ func (c *OpenAIChat) Complete(ctx context.Context, req Request) (Response, error
 		}
 		degraded = append(degraded, feature)
 	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func rejects(err error, words ...string) bool {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -53,27 +54,56 @@ type ProviderError struct {
 	// would not say what to fix, and never for 401/403 (OpenAI echoes part
 	// of the key there).
 	Msg string `json:"msg,omitempty"`
+	// Provider is ProviderAnthropic for the Anthropic client and empty for
+	// OpenAI and OpenAI-compatible servers (so that transcripts recorded
+	// before it existed replay unchanged); it picks the environment
+	// variables the hints name.
+	Provider string `json:"provider,omitempty"`
+}
+
+// Provider names, as written before the colon of --llm-model.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
+// KeyEnv is the environment variable holding provider's API key.
+func KeyEnv(provider string) string {
+	if provider == ProviderAnthropic {
+		return "ANTHROPIC_API_KEY"
+	}
+	return "OPENAI_API_KEY"
+}
+
+// BaseURLEnv is the environment variable holding provider's base URL when
+// --llm-base-url is not given.
+func BaseURLEnv(provider string) string {
+	if provider == ProviderAnthropic {
+		return "ANTHROPIC_BASE_URL"
+	}
+	return "OPENAI_BASE_URL"
 }
 
 // Error is one line: what happened, where, and what to check.
 func (e *ProviderError) Error() string {
 	where := "the model server at " + e.URL
+	key := KeyEnv(e.Provider)
 	switch e.Kind {
 	case KindUnauthorized:
 		if e.Status == http.StatusForbidden {
-			return fmt.Sprintf("%s refused the request for model %q (HTTP 403): check that the key in OPENAI_API_KEY may use this model", where, e.Model)
+			return fmt.Sprintf("%s refused the request for model %q (HTTP 403): check that the key in %s may use this model", where, e.Model, key)
 		}
-		return fmt.Sprintf("%s rejected the API key (HTTP %d): check OPENAI_API_KEY", where, e.Status)
+		return fmt.Sprintf("%s rejected the API key (HTTP %d): check %s", where, e.Status, key)
 	case KindModelNotFound:
 		return fmt.Sprintf("%s does not know model %q (HTTP %d): check --llm-model", where, e.Model, e.Status)
 	case KindEndpointNotFound:
 		return fmt.Sprintf("%s has no such endpoint (HTTP %d): check --llm-base-url (OpenAI-compatible servers usually end in /v1) and --llm-model", where, e.Status)
 	case KindUnreachable:
-		return fmt.Sprintf("cannot connect to the model server at %s (%s): check --llm-base-url (or OPENAI_BASE_URL) and that the server is running", e.URL, e.Msg)
+		return fmt.Sprintf("cannot connect to the model server at %s (%s): check --llm-base-url (or %s) and that the server is running", e.URL, e.Msg, BaseURLEnv(e.Provider))
 	case KindContextTooLong:
 		return fmt.Sprintf("the context is too long for model %q (HTTP %d%s): send fewer or smaller files, or use a model with a larger context window", e.Model, e.Status, codeSuffix(e.Code))
 	case KindQuotaExceeded:
-		return fmt.Sprintf("%s reports that the quota of the key is used up (HTTP 429 insufficient_quota): check the billing of the key in OPENAI_API_KEY", where)
+		return fmt.Sprintf("%s reports that the quota or credit of the key is used up (HTTP %d%s): check the billing of the key in %s", where, e.Status, codeSuffix(e.Code), key)
 	case KindRateLimited:
 		return fmt.Sprintf("%s is still rate-limiting requests (HTTP 429, %s): wait a while and try again, or lower the request rate", where, e.tries())
 	case KindServerError:
@@ -143,13 +173,38 @@ type failure struct {
 	transient bool              // worth retrying
 }
 
+// errorReply is what either SDK's error type says about a failed HTTP call,
+// so that one classification and one retry policy serve both clients.
+type errorReply struct {
+	status  int
+	code    string // OpenAI's error code; Anthropic's error type, e.g. overloaded_error
+	message string
+	header  http.Header // of the HTTP response; nil when there was none
+}
+
+// asErrorReply extracts the server's answer from an error of either SDK.
+func asErrorReply(err error) (errorReply, bool) {
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		a := errorReply{status: oe.StatusCode, code: oe.Code, message: oe.Message}
+		if oe.Response != nil {
+			a.header = oe.Response.Header
+		}
+		return a, true
+	}
+	var ae *anthropic.Error
+	if errors.As(err, &ae) {
+		return anthropicErrorReply(ae), true
+	}
+	return errorReply{}, false
+}
+
 // classify sorts an error of one SDK call. ok is false for errors that are
 // not the provider's (an oversized reply, a cancelled context, a decoding
 // problem): those are returned as they are.
 func classify(err error) (f failure, ok bool) {
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		return classifyStatus(apiErr), true
+	if a, ok := asErrorReply(err); ok {
+		return classifyStatus(a), true
 	}
 	if errors.Is(err, ErrReplyTooLarge) || errors.Is(err, context.Canceled) {
 		return failure{}, false
@@ -186,20 +241,24 @@ func isNetOp(err error) bool {
 	return errors.As(err, &opErr)
 }
 
-func classifyStatus(e *openai.Error) failure {
-	code := strings.ToLower(e.Code)
-	msg := strings.ToLower(e.Message)
-	switch s := e.StatusCode; {
+// classifyStatus sorts an HTTP error answer. The message tests cover how
+// OpenAI, Anthropic, vLLM, Ollama and LM Studio word the same failure.
+func classifyStatus(e errorReply) failure {
+	code := strings.ToLower(e.code)
+	msg := strings.ToLower(e.message)
+	switch s := e.status; {
 	case s == http.StatusUnauthorized, s == http.StatusForbidden:
 		return failure{kind: KindUnauthorized}
 	case code == "context_length_exceeded", s == http.StatusRequestEntityTooLarge,
-		s/100 == 4 && (strings.Contains(msg, "context length") || strings.Contains(msg, "context window")):
+		s/100 == 4 && (strings.Contains(msg, "context length") || strings.Contains(msg, "context window") ||
+			strings.Contains(msg, "prompt is too long")):
 		return failure{kind: KindContextTooLong}
 	case code == "model_not_found", (s == http.StatusNotFound || s == http.StatusBadRequest) && namesMissingModel(msg):
 		return failure{kind: KindModelNotFound}
 	case s == http.StatusNotFound:
 		return failure{kind: KindEndpointNotFound}
-	case s == http.StatusTooManyRequests && code == "insufficient_quota":
+	case s == http.StatusTooManyRequests && code == "insufficient_quota",
+		code == "billing_error", s == http.StatusBadRequest && strings.Contains(msg, "credit balance"):
 		return failure{kind: KindQuotaExceeded}
 	case s == http.StatusTooManyRequests:
 		return failure{kind: KindRateLimited, transient: true}
@@ -211,21 +270,21 @@ func classifyStatus(e *openai.Error) failure {
 	return failure{kind: KindBadRequest}
 }
 
-// namesMissingModel matches how OpenAI, vLLM, Ollama and LM Studio say that
-// a model does not exist.
+// namesMissingModel matches how OpenAI, vLLM, Ollama, LM Studio and
+// Anthropic ("model: claude-x", with HTTP 404) say that a model does not
+// exist.
 func namesMissingModel(msg string) bool {
-	return strings.Contains(msg, "model") &&
+	return strings.HasPrefix(msg, "model: ") || strings.Contains(msg, "model") &&
 		(strings.Contains(msg, "not found") || strings.Contains(msg, "does not exist") || strings.Contains(msg, "no such model"))
 }
 
 // providerError builds the error for a final failure of an SDK call.
-func providerError(err error, f failure, baseURL, model string, attempts int) *ProviderError {
-	pe := &ProviderError{Kind: f.kind, URL: baseURL, Model: model, Attempts: attempts}
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		pe.Status, pe.Code = apiErr.StatusCode, apiErr.Code
+func providerError(err error, f failure, provider, baseURL, model string, attempts int) *ProviderError {
+	pe := &ProviderError{Kind: f.kind, URL: baseURL, Model: model, Attempts: attempts, Provider: provider}
+	if a, ok := asErrorReply(err); ok {
+		pe.Status, pe.Code = a.status, a.code
 		if pe.Kind != KindUnauthorized {
-			pe.Msg = shortMsg(apiErr.Message)
+			pe.Msg = shortMsg(a.message)
 		}
 		return pe
 	}

@@ -86,7 +86,7 @@ type OpenAIResponses struct {
 func NewOpenAIResponses(cfg ResponsesConfig) *OpenAIResponses {
 	c := &OpenAIResponses{
 		client:    openai.NewClient(clientOptions(cfg.APIKey, cfg.BaseURL, cfg.CustomHeaders, cfg.HTTPClient)...),
-		retry:     newRetrier(cfg.MaxRetries, cfg.RetryBase, cfg.Sleep, cfg.BaseURL),
+		retry:     newRetrier(cfg.MaxRetries, cfg.RetryBase, cfg.Sleep, "", orDefault(cfg.BaseURL, DefaultBaseURL)),
 		poll:      cfg.PollInterval,
 		maxWait:   cfg.MaxWait,
 		heartbeat: heartbeatEvery,

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
 
@@ -41,15 +40,18 @@ type SleepFunc func(ctx context.Context, d time.Duration) error
 
 // retrier runs one HTTP call with the retry policy.
 type retrier struct {
-	retries int
-	base    time.Duration
-	sleep   SleepFunc
-	baseURL string
+	retries  int
+	base     time.Duration
+	sleep    SleepFunc
+	provider string // ProviderError.Provider
+	baseURL  string
 	// logf, when set, is told about each retry.
 	logf func(format string, args ...any)
 }
 
-func newRetrier(retries int, base time.Duration, sleep SleepFunc, baseURL string) retrier {
+// newRetrier returns the policy for calls to baseURL, which the caller has
+// defaulted.
+func newRetrier(retries int, base time.Duration, sleep SleepFunc, provider, baseURL string) retrier {
 	if retries <= 0 {
 		retries = DefaultRetries
 	}
@@ -59,10 +61,7 @@ func newRetrier(retries int, base time.Duration, sleep SleepFunc, baseURL string
 	if sleep == nil {
 		sleep = sleepCtx
 	}
-	if baseURL == "" {
-		baseURL = DefaultBaseURL
-	}
-	return retrier{retries: retries, base: base, sleep: sleep, baseURL: baseURL}
+	return retrier{retries: retries, base: base, sleep: sleep, provider: provider, baseURL: baseURL}
 }
 
 // do runs f until it succeeds, fails for good, or the retries run out. A
@@ -86,7 +85,7 @@ func (r retrier) do(ctx context.Context, what, model string, keep func(error) bo
 			return err
 		}
 		if !fl.transient || attempt > r.retries {
-			return providerError(err, fl, r.baseURL, model, attempt)
+			return providerError(err, fl, r.provider, r.baseURL, model, attempt)
 		}
 		delay := r.delay(err, attempt)
 		if r.logf != nil {
@@ -104,9 +103,8 @@ func (r retrier) do(ctx context.Context, what, model string, keep func(error) bo
 // delay is the wait before retry n (1-based): the server's Retry-After if
 // it sent one, else base·2^(n-1), capped at MaxRetryWait either way.
 func (r retrier) delay(err error, n int) time.Duration {
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) && apiErr.Response != nil {
-		if d, ok := retryAfter(apiErr.Response.Header, time.Now()); ok {
+	if a, ok := asErrorReply(err); ok && a.header != nil {
+		if d, ok := retryAfter(a.header, time.Now()); ok {
 			return min(d, MaxRetryWait)
 		}
 	}
@@ -143,12 +141,11 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 
 // brief describes a failed call for a progress line.
 func brief(err error) string {
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		if apiErr.Message != "" {
-			return fmt.Sprintf("HTTP %d: %s", apiErr.StatusCode, shortMsg(apiErr.Message))
+	if a, ok := asErrorReply(err); ok {
+		if a.message != "" {
+			return fmt.Sprintf("HTTP %d: %s", a.status, shortMsg(a.message))
 		}
-		return fmt.Sprintf("HTTP %d", apiErr.StatusCode)
+		return fmt.Sprintf("HTTP %d", a.status)
 	}
 	return shortMsg(transportReason(err))
 }
@@ -167,7 +164,11 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // capReplies makes every response body fail with ErrReplyTooLarge past
 // MaxReplyBytes, so an endless or huge answer is never read whole.
 func capReplies(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
+	return capReply(next(req))
+}
+
+// capReply is capReplies for either SDK's middleware type.
+func capReply(res *http.Response, err error) (*http.Response, error) {
 	if err == nil && res.Body != nil {
 		res.Body = &cappedBody{ReadCloser: res.Body, left: MaxReplyBytes}
 	}

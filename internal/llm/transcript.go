@@ -35,7 +35,18 @@ type Recorder struct {
 
 // Complete implements Model.
 func (r *Recorder) Complete(ctx context.Context, req Request) (Response, error) {
-	resp, err := r.Model.Complete(ctx, req)
+	return r.record(ctx, r.Model, req)
+}
+
+// Wrap returns a Model that passes calls to model and records them in r's
+// transcript, numbered with r's own: one transcript for several clients,
+// such as a build's planner and its work orders' model.
+func (r *Recorder) Wrap(model Model) Model {
+	return modelFunc(func(ctx context.Context, req Request) (Response, error) { return r.record(ctx, model, req) })
+}
+
+func (r *Recorder) record(ctx context.Context, model Model, req Request) (Response, error) {
+	resp, err := model.Complete(ctx, req)
 	if ctx.Err() != nil {
 		return resp, err // an interrupted call is not an answer worth replaying
 	}

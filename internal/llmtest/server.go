@@ -1,6 +1,8 @@
-// Package llmtest is a scripted OpenAI-compatible Chat Completions server on
-// 127.0.0.1 for offline tests: it answers requests with queued replies, in
-// order, and keeps every request it received.
+// Package llmtest holds scripted model servers on 127.0.0.1 for offline
+// tests — OpenAI-compatible Chat Completions (Start), the OpenAI Responses
+// API (StartResponses) and Anthropic's Messages API (StartAnthropic): each
+// answers requests with queued replies, in order, and keeps every request
+// it received.
 package llmtest
 
 import (

@@ -205,12 +205,16 @@ func (c *compiler) run(ctx context.Context) (*workorder.Manifest, error) {
 	return c.accept(res)
 }
 
-// misconfigured reports a provider failure no later call can get past (bad
-// key, unknown model, wrong URL): it ends the compile even in the review
-// phase, where other model failures keep the plan that passed, because
-// skipping a review the user asked for must not hide a setup mistake such as
-// a misspelt --review-model.
+// misconfigured reports a failure no later call can get past — a provider
+// setup mistake (bad key, unknown model, wrong URL) or a budget reached: it
+// ends the compile even in the review phase, where other model failures
+// keep the plan that passed, because skipping a review the user asked for
+// must not hide a misspelt --review-model, and a budget is a hard stop.
 func misconfigured(err error) bool {
+	var budget *llm.BudgetError
+	if errors.As(err, &budget) {
+		return true
+	}
 	pe, ok := llm.AsProviderError(err)
 	return ok && pe.Misconfigured()
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // waitDelay is a backstop: how long Wait waits after canceling before it kills the child itself, in case
@@ -59,6 +61,13 @@ type Spec struct {
 	// a crash KillGroupIfSame can kill the group without risk of hitting a reused pid. The command
 	// runs meanwhile, and its timeout counts.
 	OnStart func(pgid int, startTicks uint64)
+	// TermGrace, if positive, makes a timeout or cancellation send SIGTERM to the process group first
+	// and SIGKILL only after this long, so an agent can stop its own children cleanly.
+	TermGrace time.Duration
+	// Sandbox confines the command and everything it starts (see package sandbox); nil runs it with
+	// this process's privileges. The process started is still the command's own, so the timeout,
+	// exit status, signals, output cap and OnStart work as without.
+	Sandbox *sandbox.Policy
 }
 
 // Result is how a command ended.
@@ -115,6 +124,16 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		env, _ = EnvPolicy{}.Environ(os.Environ())
 	}
 	cmd := command(runCtx, s.Dir, s.Argv, env)
+	cleanup, err := s.Sandbox.Wrap(cmd)
+	if err != nil {
+		return err.Error()
+	}
+	// Deferred first, so it runs last: after the process group and orphans are dead.
+	defer cleanup()
+	if s.TermGrace > 0 {
+		cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGTERM) }
+		cmd.WaitDelay = s.TermGrace
+	}
 	if s.StdinFile != "" {
 		stdin, err := os.Open(s.StdinFile)
 		if err != nil {
@@ -181,6 +200,12 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		return msg
 	}
 	switch {
+	// A command given TermGrace may exit normally on its SIGTERM; it still timed out or was canceled.
+	case s.TermGrace > 0 && context.Cause(runCtx) == errTimedOut:
+		res.TimedOut = true
+		return "timed out after " + s.Timeout.String()
+	case s.TermGrace > 0 && ctx.Err() != nil:
+		return "canceled"
 	case exitedNormally(cmd):
 		res.ExitCode = cmd.ProcessState.ExitCode()
 		return ""
@@ -406,8 +431,11 @@ func wait(cmd *exec.Cmd, onStart func(pgid int, startTicks uint64), watch func(s
 
 // killGroup sends SIGKILL to every process in the group led by pid. A group that no longer exists
 // reports os.ErrProcessDone, as exec.Cmd.Cancel expects.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
+func killGroup(pid int) error { return signalGroup(pid, syscall.SIGKILL) }
+
+// signalGroup sends sig to every process in the group led by pid.
+func signalGroup(pid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return os.ErrProcessDone
 	}

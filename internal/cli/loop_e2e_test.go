@@ -1,0 +1,527 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The factory loop end-to-end tests drive the real binary with a scripted
+// executor (internal/loop/testdata/scriptexec) whose actions per iteration
+// come from a script file, and with the same program as the guard (it fails
+// when a file contains FAIL).
+
+var (
+	scriptexecOnce sync.Once
+	scriptexecPath string
+	scriptexecErr  error
+)
+
+func scriptexec(t *testing.T) string {
+	t.Helper()
+	scriptexecOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "factory-loop-scriptexec-")
+		if err != nil {
+			scriptexecErr = err
+			return
+		}
+		scriptexecPath = filepath.Join(dir, "scriptexec")
+		out, err := exec.Command("go", "build", "-o", scriptexecPath, "../loop/testdata/scriptexec").CombinedOutput()
+		if err != nil {
+			scriptexecErr = fmt.Errorf("build scriptexec: %v\n%s", err, out)
+		}
+	})
+	if scriptexecErr != nil {
+		t.Fatal(scriptexecErr)
+	}
+	return scriptexecPath
+}
+
+type act = map[string]any
+
+// loopFixture is a repository on main with calc.py, initialised and started
+// as run t1 with the scripted executor. The script and goal live in dir,
+// outside the repository, at paths that do not depend on the repository.
+type loopFixture struct {
+	dir, repo string
+	env       []string
+}
+
+func newLoopFixture(t *testing.T, dir string, script map[int][]act, extraConfig string) loopFixture {
+	t.Helper()
+	repo := newRepo(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
+	f := loopFixture{dir: dir, repo: repo, env: gitEnv(t.TempDir())[len(os.Environ()):]}
+	byIter := map[string][]act{}
+	for n, as := range script {
+		byIter[fmt.Sprint(n)] = as
+	}
+	data, _ := json.Marshal(byIter)
+	writeFiles(t, dir, map[string]string{"script.json": string(data), "GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
+	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
+	bin := scriptexec(t)
+	cfg := fmt.Sprintf("%s\n[guard]\ncommand = [%q, \"guard\"]\n\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
+		extraConfig, bin, bin, filepath.Join(dir, "script.json"))
+	writeFiles(t, repo, map[string]string{".runner/config.toml": cfg})
+	f.mustRun(t, 0, "loop", "start", "--run-id", "t1")
+	return f
+}
+
+func (f loopFixture) run(t *testing.T, args ...string) runOut {
+	t.Helper()
+	return runFactory(t, f.env, append(args, "--repo", f.repo)...)
+}
+
+func (f loopFixture) mustRun(t *testing.T, code int, args ...string) runOut {
+	t.Helper()
+	out := f.run(t, args...)
+	if out.code != code {
+		t.Fatalf("factory %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out.code, code, out.stdout, out.stderr)
+	}
+	return out
+}
+
+// subjects lists the commit subjects after the start commit, oldest first.
+func (f loopFixture) subjects(t *testing.T) []string {
+	t.Helper()
+	out := git(t, f.repo, "log", "--reverse", "--format=%s", "main..HEAD")
+	lines := strings.Split(out, "\n")
+	return lines[1:] // the start commit
+}
+
+type treeNode struct {
+	ID          string      `json:"id"`
+	Title       string      `json:"title"`
+	Passes      bool        `json:"passes"`
+	Attempts    int         `json:"attempts"`
+	MaxAttempts int         `json:"max_attempts"`
+	Children    []*treeNode `json:"children"`
+}
+
+func (f loopFixture) tree(t *testing.T) *treeNode {
+	t.Helper()
+	var n treeNode
+	readJSON(t, filepath.Join(f.repo, ".runner/tree.json"), &n)
+	return &n
+}
+
+func (n *treeNode) find(id string) *treeNode {
+	if n.ID == id {
+		return n
+	}
+	for _, c := range n.Children {
+		if f := c.find(id); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+func (f loopFixture) iterFile(n int, name string) string {
+	return filepath.Join(f.repo, ".runner/iterations/t1", fmt.Sprint(n), name)
+}
+
+func (f loopFixture) events(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.repo, ".runner/iterations/t1/events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func (f loopFixture) clean(t *testing.T) {
+	t.Helper()
+	if st := git(t, f.repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Fatalf("work tree not clean:\n%s", st)
+	}
+}
+
+func child(id string, order int, title string) act {
+	return act{"id": id, "order": order, "title": title, "goal": "Do " + title, "acceptance": []string{title + " works"}}
+}
+
+// twoLevelScript decomposes root into a and b, a into a1 and a2, then
+// implements the three leaves.
+var twoLevelScript = map[int][]act{
+	1: {{"op": "decompose", "children": []act{child("a", 0, "arithmetic"), child("b", 1, "docs")}}},
+	2: {{"op": "decompose", "children": []act{child("a1", 0, "mul"), child("a2", 1, "sub")}}},
+	3: {{"op": "write", "path": "mul.py", "content": "def mul(a, b):\n    return a * b\n"}},
+	4: {{"op": "write", "path": "sub.py", "content": "def sub(a, b):\n    return a - b\n"}},
+	5: {{"op": "write", "path": "README.md", "content": "calc\n"}},
+}
+
+func TestLoopDrivesTwoLevelTreeToPass(t *testing.T) {
+	shared := t.TempDir()
+	f := newLoopFixture(t, shared, twoLevelScript, "")
+	out := f.mustRun(t, 0, "loop", "run")
+	want := []string{
+		"chore(loop): run t1 iter 1 node root decompose guard=skipped",
+		"chore(loop): run t1 iter 2 node a decompose guard=skipped",
+		"chore(loop): run t1 iter 3 node a1 execute guard=pass",
+		"chore(loop): run t1 iter 4 node a2 execute guard=pass",
+		"chore(loop): run t1 iter 5 node b execute guard=pass",
+	}
+	if diff := cmp.Diff(want, f.subjects(t)); diff != "" {
+		t.Fatalf("commits (-want +got):\n%s", diff)
+	}
+	if !strings.HasSuffix(out.stdout, "status=complete iterations=5\n") || !strings.Contains(out.stdout, want[4]+"\n") {
+		t.Errorf("stdout:\n%s", out.stdout)
+	}
+	tr := f.tree(t)
+	for _, id := range []string{"root", "a", "a1", "a2", "b"} {
+		if n := tr.find(id); n == nil || !n.Passes || n.Attempts != 0 || n.MaxAttempts != 3 {
+			t.Errorf("node %s = %+v, want passed with 0/3 attempts", id, n)
+		}
+	}
+	if who := git(t, f.repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>"); who != "factory-loop <loop@factory.invalid>|factory-loop <loop@factory.invalid>" {
+		t.Errorf("identity = %s", who)
+	}
+	f.clean(t)
+	for _, name := range []string{"meta.json", "prompt.md", "executor.log", "guard.log", "tree.before.json", "tree.after.json", "diff.patch"} {
+		if _, err := os.Stat(f.iterFile(3, name)); err != nil {
+			t.Errorf("iteration 3 log: %v", err)
+		}
+	}
+	if _, err := os.Stat(f.iterFile(1, "guard.log")); err == nil {
+		t.Error("a DECOMPOSE iteration has a guard.log")
+	}
+	prompt, _ := os.ReadFile(f.iterFile(3, "prompt.md"))
+	for _, s := range []string{"## 1. Runner contract", "## 2. Goal", "## 3. Selected leaf: root/a/a1 (attempts 0/3)", "## 4. The rest of the tree", "## 5. Memory", "## 6. Guard contract"} {
+		if !strings.Contains(string(prompt), s) {
+			t.Errorf("prompt.md lacks %q", s)
+		}
+	}
+	if log, _ := os.ReadFile(f.iterFile(3, "executor.log")); !strings.Contains(string(log), "mode=execute node=a1 iteration=3 run=t1 prompt=true") {
+		t.Errorf("executor environment: %s", log)
+	}
+	f.mustRun(t, 0, "loop", "select")
+	if out := f.mustRun(t, 0, "loop", "select"); out.stdout != "status=complete\n" {
+		t.Errorf("select = %q", out.stdout)
+	}
+	if out := f.mustRun(t, 0, "loop", "run"); out.stdout != "status=complete iterations=0\n" || len(f.subjects(t)) != 5 {
+		t.Errorf("a complete run made commits or said %q", out.stdout)
+	}
+	status := f.mustRun(t, 0, "loop", "status").stdout
+	for _, s := range []string{"run t1 on loop/t1, 5 iterations", "✓     a1  mul  (0/3)"} {
+		if !strings.Contains(status, s) {
+			t.Errorf("status lacks %q:\n%s", s, status)
+		}
+	}
+
+	// Identical inputs (pinned dates, same script and binary paths) give identical commits.
+	g := newLoopFixture(t, shared, twoLevelScript, "")
+	g.mustRun(t, 0, "loop", "run")
+	if a, b := git(t, f.repo, "rev-parse", "HEAD"), git(t, g.repo, "rev-parse", "HEAD"); a != b {
+		t.Errorf("identical runs gave different commits: %s and %s", a, b)
+	}
+}
+
+func TestLoopFailingGuardChargesAttempt(t *testing.T) {
+	f := newLoopFixture(t, t.TempDir(), map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "FAIL\n"}}}, "")
+	out := f.mustRun(t, 0, "loop", "step")
+	if out.stdout != "chore(loop): run t1 iter 1 node root execute guard=fail\n" {
+		t.Errorf("stdout = %q", out.stdout)
+	}
+	if root := f.tree(t); root.Passes || root.Attempts != 1 {
+		t.Errorf("root = %+v, want open with 1 attempt", root)
+	}
+	if data, _ := os.ReadFile(f.iterFile(1, "guard.log")); !strings.Contains(string(data), "mul.py contains FAIL") {
+		t.Errorf("guard.log = %q", data)
+	}
+	if got := git(t, f.repo, "show", "HEAD:mul.py"); got != "FAIL" {
+		t.Errorf("the failed work is not committed: %q", got)
+	}
+	if out := f.mustRun(t, 0, "loop", "select"); out.stdout != "status=open id=root path=root attempts=1/3\n" {
+		t.Errorf("select = %q", out.stdout)
+	}
+	// Iteration 2 does nothing: a no-change DECOMPOSE, charged; the limit ends the run.
+	out = f.mustRun(t, 5, "loop", "run", "--max-iterations", "1")
+	if out.stdout != "chore(loop): run t1 iter 2 node root decompose guard=skipped\n" || !strings.Contains(out.stderr, "stopped after 1 iterations") {
+		t.Errorf("run --max-iterations 1: %q %q", out.stdout, out.stderr)
+	}
+	var meta struct{ Reason string }
+	readJSON(t, f.iterFile(2, "meta.json"), &meta)
+	if root := f.tree(t); root.Attempts != 2 || meta.Reason != "the iteration changed nothing" {
+		t.Errorf("root = %+v, reason %q", root, meta.Reason)
+	}
+}
+
+func TestLoopStuckLeafStopsWithQuestion(t *testing.T) {
+	fail := []act{{"op": "write", "path": "mul.py", "content": "FAIL\n"}}
+	f := newLoopFixture(t, t.TempDir(), map[int][]act{1: fail, 2: fail, 3: fail}, "")
+	out := f.mustRun(t, 4, "loop", "run")
+	if !strings.Contains(out.stdout, "status=stuck id=root path=root attempts=3/3") {
+		t.Errorf("stdout:\n%s", out.stdout)
+	}
+	subjects := f.subjects(t)
+	if len(subjects) != 4 || subjects[3] != "chore(loop): run t1 stuck node root" {
+		t.Errorf("commits: %q", subjects)
+	}
+	q, _ := os.ReadFile(filepath.Join(f.repo, ".runner/HUMAN_QUESTIONS.md"))
+	if !strings.Contains(string(q), "## Stuck: root (run t1)") || !strings.Contains(string(q), "mul.py contains FAIL") {
+		t.Errorf("HUMAN_QUESTIONS.md:\n%s", q)
+	}
+	if out := f.mustRun(t, 4, "loop", "step"); len(f.subjects(t)) != 4 || !strings.Contains(out.stdout, "status=stuck") {
+		t.Errorf("a second stuck step committed again or said %q", out.stdout)
+	}
+	if out := f.mustRun(t, 0, "loop", "select"); out.stdout != "status=stuck id=root path=root attempts=3/3\n" {
+		t.Errorf("select = %q", out.stdout)
+	}
+	f.clean(t)
+}
+
+func TestLoopIllegalPassesEditOverwritten(t *testing.T) {
+	f := newLoopFixture(t, t.TempDir(), map[int][]act{1: {
+		{"op": "set", "node": "root", "field": "passes", "value": true},
+		{"op": "set", "node": "root", "field": "max_attempts", "value": 9},
+	}}, "")
+	out := f.mustRun(t, 0, "loop", "step")
+	if out.stdout != "chore(loop): run t1 iter 1 node root decompose guard=skipped\n" {
+		t.Errorf("stdout = %q", out.stdout)
+	}
+	if root := f.tree(t); root.Passes || root.Attempts != 1 || root.MaxAttempts != 3 {
+		t.Errorf("root = %+v, want passes=false attempts=1 max_attempts=3", root)
+	}
+	ev := f.events(t)
+	for _, s := range []string{`"event":"runner_owned_field_overwritten","node":"root","detail":{"node":"root","field":"passes","agent":true,"runner":false}`, `"field":"max_attempts","agent":9,"runner":3`} {
+		if !strings.Contains(ev, s) {
+			t.Errorf("events.jsonl lacks %s:\n%s", s, ev)
+		}
+	}
+}
+
+func TestLoopPassedNodeMutationEntersRepair(t *testing.T) {
+	f := newLoopFixture(t, t.TempDir(), map[int][]act{
+		1: {{"op": "decompose", "children": []act{child("a", 0, "mul"), child("b", 1, "sub")}}},
+		2: {{"op": "write", "path": "mul.py", "content": "ok\n"}},
+		3: {{"op": "set", "node": "a", "field": "title", "value": "rewritten"}, {"op": "write", "path": "sub.py", "content": "ok\n"}},
+		4: {{"op": "restore"}},
+	}, "")
+	for range 3 {
+		f.mustRun(t, 0, "loop", "step")
+	}
+	if out := f.mustRun(t, 0, "loop", "select"); !strings.HasPrefix(out.stdout, "status=repair") {
+		t.Errorf("select after a mutation = %q", out.stdout)
+	}
+	if out := f.mustRun(t, 1, "loop", "validate"); !strings.Contains(out.stdout, `.runner/tree.json#/children/0: node "a" passed and is immutable, but it was changed`) {
+		t.Errorf("validate: %s", out.stdout)
+	}
+	f.mustRun(t, 0, "loop", "step")
+	want := []string{
+		"chore(loop): run t1 iter 1 node root decompose guard=skipped",
+		"chore(loop): run t1 iter 2 node a execute guard=pass",
+		"chore(loop): run t1 iter 3 node b execute guard=skipped",
+		"chore(loop): run t1 iter 4 node - repair guard=skipped",
+	}
+	if diff := cmp.Diff(want, f.subjects(t)); diff != "" {
+		t.Fatalf("commits (-want +got):\n%s", diff)
+	}
+	if log, _ := os.ReadFile(f.iterFile(4, "executor.log")); !strings.Contains(string(log), "mode=repair node= iteration=4") {
+		t.Errorf("repair environment: %s", log)
+	}
+	if prompt, _ := os.ReadFile(f.iterFile(4, "prompt.md")); !strings.Contains(string(prompt), "REPAIR TREE") || !strings.Contains(string(prompt), `node "a" passed and is immutable`) {
+		t.Errorf("repair prompt:\n%s", prompt)
+	}
+	tr := f.tree(t)
+	if a := tr.find("a"); a.Title != "mul" || !a.Passes {
+		t.Errorf("a = %+v", a)
+	}
+	if b := tr.find("b"); b.Attempts != 1 || b.Passes {
+		t.Errorf("b = %+v, want charged once for the invalid tree", b)
+	}
+	f.mustRun(t, 0, "loop", "validate")
+}
+
+func TestLoopBrokenTree(t *testing.T) {
+	t.Run("repaired", func(t *testing.T) {
+		f := newLoopFixture(t, t.TempDir(), map[int][]act{1: {{"op": "break"}}, 2: {{"op": "restore"}}}, "")
+		f.mustRun(t, 0, "loop", "step")
+		if got := git(t, f.repo, "show", "HEAD:.runner/tree.json"); !strings.Contains(got, "broken") {
+			t.Errorf("the broken tree was not committed as it was: %q", got)
+		}
+		f.mustRun(t, 0, "loop", "step")
+		if root := f.tree(t); root.Attempts != 1 {
+			t.Errorf("root = %+v, want charged once", root)
+		}
+		if s := f.subjects(t); s[1] != "chore(loop): run t1 iter 2 node - repair guard=skipped" {
+			t.Errorf("commits: %q", s)
+		}
+	})
+	t.Run("three failed repairs stop the run", func(t *testing.T) {
+		f := newLoopFixture(t, t.TempDir(), map[int][]act{1: {{"op": "break"}}}, "")
+		out := f.mustRun(t, 1, "loop", "run")
+		if n := len(f.subjects(t)); n != 4 || !strings.Contains(out.stderr, "still invalid") {
+			t.Errorf("%d commits; stderr:\n%s", n, out.stderr)
+		}
+		f.mustRun(t, 1, "loop", "step")
+		if len(f.subjects(t)) != 4 {
+			t.Error("a step ran after the repairs were exhausted")
+		}
+	})
+}
+
+func TestLoopAgentCommitUndone(t *testing.T) {
+	f := newLoopFixture(t, t.TempDir(), map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "x\n"}, {"op": "commit"}}}, "")
+	start := git(t, f.repo, "rev-parse", "HEAD")
+	out := f.mustRun(t, 0, "loop", "step")
+	if out.stdout != "chore(loop): run t1 iter 1 node root execute guard=skipped\n" {
+		t.Errorf("stdout = %q", out.stdout)
+	}
+	if parent := git(t, f.repo, "rev-parse", "HEAD^"); parent != start {
+		t.Errorf("the agent's commit is in the history (parent %s, start %s)", parent, start)
+	}
+	if _, err := os.Stat(filepath.Join(f.repo, "mul.py")); !os.IsNotExist(err) {
+		t.Errorf("the agent's file survived: %v", err)
+	}
+	if root := f.tree(t); root.Attempts != 1 {
+		t.Errorf("root = %+v, want charged once", root)
+	}
+	var meta struct{ Reason string }
+	readJSON(t, f.iterFile(1, "meta.json"), &meta)
+	if !strings.Contains(meta.Reason, "moved HEAD") {
+		t.Errorf("reason = %q", meta.Reason)
+	}
+	f.clean(t)
+}
+
+func TestLoopRefusals(t *testing.T) {
+	f := newLoopFixture(t, t.TempDir(), map[int][]act{}, "")
+	git(t, f.repo, "checkout", "-q", "main")
+	git(t, f.repo, "merge", "-q", "--ff-only", "loop/t1")
+	before := treeSnapshot(t, f.repo)
+	out := f.mustRun(t, 2, "loop", "step")
+	if !strings.Contains(out.stderr, "refusing to run on main") {
+		t.Errorf("stderr = %q", out.stderr)
+	}
+	sameTree(t, before, treeSnapshot(t, f.repo))
+
+	git(t, f.repo, "checkout", "-q", "loop/t1")
+	writeFiles(t, f.repo, map[string]string{"stray.txt": "x"})
+	before = treeSnapshot(t, f.repo)
+	if out := f.mustRun(t, 2, "loop", "step"); !strings.Contains(out.stderr, "not clean") {
+		t.Errorf("stderr = %q", out.stderr)
+	}
+	sameTree(t, before, treeSnapshot(t, f.repo))
+}
+
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data))
+	return len(fields) > 2 && fields[2] != "Z"
+}
+
+func waitFile(t *testing.T, p string) int {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if data, err := os.ReadFile(p); err == nil && len(data) > 0 {
+			var pid int
+			fmt.Sscan(string(data), &pid)
+			return pid
+		}
+	}
+	t.Fatalf("%s never appeared", p)
+	return 0
+}
+
+func TestLoopHangingExecutorKilledAtBudget(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "child.pid")
+	f := newLoopFixture(t, dir, map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "x\n"}, {"op": "hang", "pidfile": pidfile}}}, "iteration_timeout_secs = 2")
+	start := time.Now()
+	out := f.mustRun(t, 0, "loop", "step")
+	if out.stdout != "chore(loop): run t1 iter 1 node root execute guard=skipped\n" {
+		t.Errorf("stdout = %q", out.stdout)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("step took %v with a 2 s budget", d)
+	}
+	if pid := waitFile(t, pidfile); alive(pid) {
+		t.Errorf("the executor's child %d outlived the budget", pid)
+	}
+	if _, err := os.Stat(filepath.Join(f.repo, "mul.py")); !os.IsNotExist(err) {
+		t.Errorf("the timed-out edits survived: %v", err)
+	}
+	if root := f.tree(t); root.Attempts != 1 {
+		t.Errorf("root = %+v, want charged once", root)
+	}
+	f.clean(t)
+}
+
+// startStep starts `factory loop step` and waits for the executor's child.
+func startStep(t *testing.T, f loopFixture, pidfile string) (*exec.Cmd, int) {
+	t.Helper()
+	cmd := factoryCmd(t, f.env, "loop", "step", "--repo", f.repo)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, waitFile(t, pidfile)
+}
+
+func TestLoopSIGKILLThenRecover(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "child.pid")
+	f := newLoopFixture(t, dir, map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "x\n"}, {"op": "commit"}, {"op": "hang", "pidfile": pidfile}}}, "")
+	start := git(t, f.repo, "rev-parse", "HEAD")
+	cmd, child := startStep(t, f, pidfile)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	out := f.mustRun(t, 2, "loop", "step")
+	if !strings.Contains(out.stderr, "factory loop recover") {
+		t.Errorf("step after a SIGKILL: %q", out.stderr)
+	}
+	out = f.mustRun(t, 0, "loop", "recover")
+	if !strings.Contains(out.stdout, "recovered: iteration 1 of run t1 reset to") {
+		t.Errorf("recover: %q", out.stdout)
+	}
+	for deadline := time.Now().Add(5 * time.Second); alive(child) && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	}
+	if alive(child) {
+		t.Errorf("the executor's child %d survived recover", child)
+	}
+	if head := git(t, f.repo, "rev-parse", "HEAD"); head != start {
+		t.Errorf("HEAD = %s, want the last iteration commit %s", head, start)
+	}
+	if b := git(t, f.repo, "branch", "--show-current"); b != "loop/t1" {
+		t.Errorf("branch = %s", b)
+	}
+	f.clean(t)
+	if out := f.mustRun(t, 0, "loop", "recover"); !strings.Contains(out.stdout, "nothing to recover") {
+		t.Errorf("second recover: %q", out.stdout)
+	}
+	if out := f.mustRun(t, 0, "loop", "select"); out.stdout != "status=open id=root path=root attempts=0/3\n" {
+		t.Errorf("select = %q", out.stdout)
+	}
+}
+
+func TestLoopCtrlCResets(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "child.pid")
+	f := newLoopFixture(t, dir, map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "x\n"}, {"op": "hang", "pidfile": pidfile}}}, "")
+	start := git(t, f.repo, "rev-parse", "HEAD")
+	cmd, child := startStep(t, f, pidfile)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("step after Ctrl-C: %v, want exit 3", err)
+	}
+	if alive(child) {
+		t.Errorf("the executor's child %d survived Ctrl-C", child)
+	}
+	if head := git(t, f.repo, "rev-parse", "HEAD"); head != start {
+		t.Errorf("HEAD moved to %s", head)
+	}
+	f.clean(t)
+	f.mustRun(t, 0, "loop", "recover")
+}

@@ -1,0 +1,201 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Price is what a model costs, in USD per million tokens.
+type Price struct {
+	InputPerMTok  float64 `json:"input_per_mtok"`
+	OutputPerMTok float64 `json:"output_per_mtok"`
+}
+
+// defaultPrices are list prices in USD per million tokens (standard tier,
+// no batch or cache discounts) as the providers published them up to early
+// 2026, written down in November 2026. They are an estimate: prices change,
+// so costs computed from them are estimates too, and --prices FILE corrects
+// or extends them. A model missing here has no cost, never a guessed one.
+var defaultPrices = map[string]Price{
+	// OpenAI
+	"gpt-4.1":            {2.00, 8.00},
+	"gpt-4.1-mini":       {0.40, 1.60},
+	"gpt-4.1-nano":       {0.10, 0.40},
+	"gpt-4o":             {2.50, 10.00},
+	"gpt-4o-mini":        {0.15, 0.60},
+	"o1":                 {15.00, 60.00},
+	"o3":                 {2.00, 8.00},
+	"o3-mini":            {1.10, 4.40},
+	"o4-mini":            {1.10, 4.40},
+	"gpt-5":              {1.25, 10.00},
+	"gpt-5-mini":         {0.25, 2.00},
+	"gpt-5-nano":         {0.05, 0.40},
+	"gpt-5-codex":        {1.25, 10.00},
+	"gpt-5.1":            {1.25, 10.00},
+	"gpt-5.1-codex":      {1.25, 10.00},
+	"gpt-5.1-codex-mini": {0.25, 2.00},
+	"gpt-5.2":            {1.75, 14.00},
+	"gpt-5.2-codex":      {1.75, 14.00},
+	// Anthropic
+	"claude-opus-4-6":   {5.00, 25.00},
+	"claude-opus-4-5":   {5.00, 25.00},
+	"claude-opus-4-1":   {15.00, 75.00},
+	"claude-opus-4-0":   {15.00, 75.00},
+	"claude-opus-4":     {15.00, 75.00},
+	"claude-sonnet-4-6": {3.00, 15.00},
+	"claude-sonnet-4-5": {3.00, 15.00},
+	"claude-sonnet-4-0": {3.00, 15.00},
+	"claude-sonnet-4":   {3.00, 15.00},
+	"claude-haiku-4-5":  {1.00, 5.00},
+	"claude-3-7-sonnet": {3.00, 15.00},
+	"claude-3-5-sonnet": {3.00, 15.00},
+	"claude-3-5-haiku":  {0.80, 4.00},
+	"claude-3-opus":     {15.00, 75.00},
+	"claude-3-haiku":    {0.25, 1.25},
+}
+
+// snapshotSuffix is the one name rule besides an exact match: a dated
+// snapshot or a "latest" alias costs what its base name costs —
+// gpt-4.1-2025-04-14 → gpt-4.1, claude-sonnet-4-5-20250929 →
+// claude-sonnet-4-5, claude-3-5-haiku-latest → claude-3-5-haiku. No other
+// prefix matching: gpt-4.1 must not price gpt-4.1-mini.
+var snapshotSuffix = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`)
+
+// Prices is a price table: the built-in prices, possibly overridden and
+// extended from a file. The zero value and nil know no model.
+type Prices struct {
+	models map[string]Price
+}
+
+// DefaultPrices returns the built-in table.
+func DefaultPrices() *Prices {
+	p := &Prices{models: make(map[string]Price, len(defaultPrices))}
+	for k, v := range defaultPrices {
+		p.models[k] = v
+	}
+	return p
+}
+
+// Lookup finds model's price by exact name, else by the name without a
+// snapshot suffix (see snapshotSuffix).
+func (p *Prices) Lookup(model string) (Price, bool) {
+	if p == nil {
+		return Price{}, false
+	}
+	if pr, ok := p.models[model]; ok {
+		return pr, true
+	}
+	if base := snapshotSuffix.ReplaceAllString(model, ""); base != model {
+		pr, ok := p.models[base]
+		return pr, ok
+	}
+	return Price{}, false
+}
+
+// Cost is the estimated cost of usage on model in USD; known is false when
+// the table has no price for model.
+func (p *Prices) Cost(model string, u Usage) (usd float64, known bool) {
+	pr, ok := p.Lookup(model)
+	if !ok {
+		return 0, false
+	}
+	return (float64(u.PromptTokens)*pr.InputPerMTok + float64(u.CompletionTokens)*pr.OutputPerMTok) / 1e6, true
+}
+
+// maxPricesFile bounds a prices file: it is a small hand-written table.
+const maxPricesFile = 1 << 20
+
+// LoadPrices returns the built-in table with the entries of a prices file
+// added, replacing built-in entries of the same name. The file is JSON:
+//
+//	{"prices": {"gpt-4.1": {"input_per_mtok": 2.0, "output_per_mtok": 8.0},
+//	            "qwen2.5-coder:7b": {"input_per_mtok": 0, "output_per_mtok": 0}}}
+//
+// Decoding is strict: an unknown field, a duplicate model, a missing or
+// negative price, a model name that is empty or has whitespace, or trailing
+// data is an error naming the model and field.
+func LoadPrices(path string) (*Prices, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read prices: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPricesFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("read prices %s: %w", path, err)
+	}
+	if len(data) > maxPricesFile {
+		return nil, fmt.Errorf("prices file %s is larger than 1 MiB", path)
+	}
+	entries, err := parsePrices(data)
+	if err != nil {
+		return nil, fmt.Errorf("prices file %s: %w", path, err)
+	}
+	p := DefaultPrices()
+	for k, v := range entries {
+		p.models[k] = v
+	}
+	return p, nil
+}
+
+func parsePrices(data []byte) (map[string]Price, error) {
+	var top struct {
+		Prices json.RawMessage `json:"prices"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&top); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if top.Prices == nil || string(top.Prices) == "null" {
+		return nil, errors.New(`missing "prices": want {"prices": {"MODEL": {"input_per_mtok": N, "output_per_mtok": N}}}`)
+	}
+	dec = json.NewDecoder(bytes.NewReader(top.Prices))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New(`"prices" must be an object mapping model names to prices`)
+	}
+	out := map[string]Price{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		model := t.(string) // object keys are strings
+		if strings.TrimSpace(model) == "" || strings.ContainsFunc(model, func(r rune) bool { return r <= ' ' }) {
+			return nil, fmt.Errorf("model name %q is empty or has whitespace", model)
+		}
+		if _, dup := out[model]; dup {
+			return nil, fmt.Errorf("model %q is listed twice", model)
+		}
+		var e struct {
+			In  *float64 `json:"input_per_mtok"`
+			Out *float64 `json:"output_per_mtok"`
+		}
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("model %q: %w", model, err)
+		}
+		for _, f := range []struct {
+			name string
+			v    *float64
+		}{{"input_per_mtok", e.In}, {"output_per_mtok", e.Out}} {
+			switch {
+			case f.v == nil:
+				return nil, fmt.Errorf("model %q: missing %s", model, f.name)
+			case *f.v < 0:
+				return nil, fmt.Errorf("model %q: %s is %v; want a price ≥ 0 in USD per million tokens", model, f.name, *f.v)
+			}
+		}
+		out[model] = Price{InputPerMTok: *e.In, OutputPerMTok: *e.Out}
+	}
+	return out, nil
+}

@@ -1,0 +1,150 @@
+package loop
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is .runner/config.toml. Every key is optional; unknown keys are errors.
+type Config struct {
+	MaxAttemptsDefault       int            `toml:"max_attempts_default"`
+	MaxIterations            int            `toml:"max_iterations"`
+	IterationTimeoutSecs     int            `toml:"iteration_timeout_secs"`
+	ExecutorOutputLimitBytes int64          `toml:"executor_output_limit_bytes"`
+	GuardOutputLimitBytes    int64          `toml:"guard_output_limit_bytes"`
+	Guard                    GuardConfig    `toml:"guard"`
+	Executor                 ExecutorConfig `toml:"executor"`
+}
+
+// GuardConfig is the [guard] table.
+type GuardConfig struct {
+	Command []string `toml:"command"` // an argv, run without a shell, cwd the repository root
+	PassEnv []string `toml:"pass_env"`
+}
+
+// ExecutorConfig is the [executor] table.
+type ExecutorConfig struct {
+	Kind    string   `toml:"kind"`     // "command", "codex" or "claude"
+	Command []string `toml:"command"`  // kind "command": the argv
+	Model   string   `toml:"model"`    // kinds "codex" and "claude": the model name
+	PassEnv []string `toml:"pass_env"` // variables passed on top of the core environment
+}
+
+// Defaults of Config (docs/loop.md explains the choices).
+const (
+	DefaultMaxAttempts        = 3
+	DefaultMaxIterations      = 50
+	DefaultIterationTimeout   = 1800
+	DefaultOutputLimitBytes   = 100000
+	maxConfiguredOutputLimit  = 1 << 30
+	maxConfiguredTimeoutSecs  = 7 * 24 * 3600
+	maxConfiguredIterations   = 100000
+	maxConfiguredAttemptLimit = 1000
+)
+
+// Executor kinds.
+const (
+	KindCommand = "command"
+	KindCodex   = "codex"
+	KindClaude  = "claude"
+)
+
+// DefaultConfig is the configuration of an empty config.toml.
+func DefaultConfig() Config {
+	return Config{
+		MaxAttemptsDefault:       DefaultMaxAttempts,
+		MaxIterations:            DefaultMaxIterations,
+		IterationTimeoutSecs:     DefaultIterationTimeout,
+		ExecutorOutputLimitBytes: DefaultOutputLimitBytes,
+		GuardOutputLimitBytes:    DefaultOutputLimitBytes,
+		Guard:                    GuardConfig{Command: []string{"just", "ci"}},
+		Executor:                 ExecutorConfig{Kind: KindCommand},
+	}
+}
+
+// ParseConfig decodes config.toml strictly over the defaults and returns
+// every problem found, each as "key: message", sorted.
+func ParseConfig(data []byte) (Config, []string) {
+	c := DefaultConfig()
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return c, []string{fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)}
+		}
+		return c, []string{err.Error()}
+	}
+	var ps []string
+	for _, k := range md.Undecoded() {
+		ps = append(ps, fmt.Sprintf("%s: unknown key", k))
+	}
+	ps = append(ps, c.problems()...)
+	slices.Sort(ps)
+	return c, ps
+}
+
+func (c Config) problems() []string {
+	var ps []string
+	bad := func(key, format string, args ...any) { ps = append(ps, key+": "+fmt.Sprintf(format, args...)) }
+	between := func(key string, v, lo, hi int64) {
+		if v < lo || v > hi {
+			bad(key, "%d is out of range [%d, %d]", v, lo, hi)
+		}
+	}
+	between("max_attempts_default", int64(c.MaxAttemptsDefault), 1, maxConfiguredAttemptLimit)
+	between("max_iterations", int64(c.MaxIterations), 1, maxConfiguredIterations)
+	between("iteration_timeout_secs", int64(c.IterationTimeoutSecs), 1, maxConfiguredTimeoutSecs)
+	between("executor_output_limit_bytes", c.ExecutorOutputLimitBytes, 1, maxConfiguredOutputLimit)
+	between("guard_output_limit_bytes", c.GuardOutputLimitBytes, 1, maxConfiguredOutputLimit)
+	if len(c.Guard.Command) == 0 || c.Guard.Command[0] == "" {
+		bad("guard.command", "must be a non-empty argv such as [\"just\", \"ci\"]")
+	}
+	switch c.Executor.Kind {
+	case KindCommand:
+		if len(c.Executor.Command) == 0 || c.Executor.Command[0] == "" {
+			bad("executor.command", "required when executor.kind is %q: the argv of the agent program (the prompt arrives on stdin)", KindCommand)
+		}
+		if c.Executor.Model != "" {
+			bad("executor.model", "only for executor.kind %q or %q", KindCodex, KindClaude)
+		}
+	case KindCodex, KindClaude:
+		if len(c.Executor.Command) > 0 {
+			bad("executor.command", "only for executor.kind %q; kind %q builds its own argv", KindCommand, c.Executor.Kind)
+		}
+	default:
+		bad("executor.kind", "%q is not one of %q, %q, %q", c.Executor.Kind, KindCommand, KindCodex, KindClaude)
+	}
+	for _, n := range append(slices.Clone(c.Executor.PassEnv), c.Guard.PassEnv...) {
+		if n == "" || strings.ContainsAny(n, "= ") {
+			bad("pass_env", "%q is not a variable name", n)
+		}
+	}
+	return ps
+}
+
+// configTemplate is what `factory loop init` writes: every key, commented
+// out at its default, and a placeholder executor to replace.
+const configTemplate = `# factory loop configuration. Every key is optional; unknown keys are errors.
+# The values shown are the defaults. See docs/loop.md.
+
+# max_attempts_default = 3          # attempts of a new leaf (agents may set less, never more)
+# max_iterations = 50               # iterations per 'factory loop run'
+# iteration_timeout_secs = 1800     # one wall-clock budget for executor + guard
+# executor_output_limit_bytes = 100000
+# guard_output_limit_bytes = 100000
+
+[guard]
+# command = ["just", "ci"]          # an argv, run without a shell in the repository root
+# pass_env = []                     # extra environment variables for the guard
+
+[executor]
+kind = "command"                    # "command", "codex" or "claude"
+# The agent program: it gets the prompt pack on stdin and in $FACTORY_LOOP_PROMPT_FILE.
+# command = ["my-agent", "--non-interactive"]
+# pass_env = []                     # extra environment variables (API keys) for the agent
+`

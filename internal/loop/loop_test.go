@@ -1,0 +1,133 @@
+package loop
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/factory-harness/factory/internal/loop/tree"
+)
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"template", configTemplate + "command = [\"agent\"]\n", nil},
+		{"full", `max_attempts_default = 2
+max_iterations = 7
+iteration_timeout_secs = 60
+executor_output_limit_bytes = 10
+guard_output_limit_bytes = 20
+[guard]
+command = ["make", "test"]
+pass_env = ["CI"]
+[executor]
+kind = "command"
+command = ["agent", "--yes"]
+pass_env = ["AGENT_TOKEN"]
+`, nil},
+		{"codex", "[executor]\nkind = \"codex\"\nmodel = \"gpt-5\"\n", nil},
+		{"unknown keys", "max_iteration = 3\n[guard]\ncmd = [\"x\"]\n[executor]\ncommand = [\"a\"]\n", []string{"guard.cmd: unknown key", "max_iteration: unknown key"}},
+		{"out of range", "max_iterations = 0\n[executor]\ncommand = [\"a\"]\n", []string{"max_iterations: 0 is out of range [1, 100000]"}},
+		{"missing command", "", []string{`executor.command: required when executor.kind is "command": the argv of the agent program (the prompt arrives on stdin)`}},
+		{"bad kind", "[executor]\nkind = \"aider\"\n", []string{`executor.kind: "aider" is not one of "command", "codex", "claude"`}},
+		{"empty guard", "[guard]\ncommand = []\n[executor]\ncommand = [\"a\"]\n", []string{`guard.command: must be a non-empty argv such as ["just", "ci"]`}},
+		{"wrong type", "max_iterations = \"ten\"\n", []string{"toml: line 1 (last key \"max_iterations\"): incompatible types: TOML value has type string; destination has type integer"}},
+		{"syntax", "max_iterations = \n", []string{"line 1: expected value but found '\\n' instead"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got := ParseConfig([]byte(tc.in))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+	c, _ := ParseConfig(nil)
+	if c.MaxAttemptsDefault != 3 || c.MaxIterations != 50 || c.IterationTimeoutSecs != 1800 || c.ExecutorOutputLimitBytes != 100000 ||
+		c.GuardOutputLimitBytes != 100000 || !slicesEqual(c.Guard.Command, []string{"just", "ci"}) || c.Executor.Kind != KindCommand {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func slicesEqual(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
+
+func TestNewExecutor(t *testing.T) {
+	for _, kind := range []string{KindCodex, KindClaude} {
+		_, err := NewExecutor(ExecutorConfig{Kind: kind})
+		if want := "executor kind " + kind + " is not available in this build yet"; err == nil || err.Error() != want {
+			t.Errorf("NewExecutor(%s) = %v, want %q", kind, err, want)
+		}
+	}
+	e, err := NewExecutor(ExecutorConfig{Kind: KindCommand, Command: []string{"agent", "-y"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := e.Command(Invocation{PromptFile: "/p/prompt.md"})
+	if err != nil || !slicesEqual(cmd.Argv, []string{"agent", "-y"}) || cmd.Stdin != "/p/prompt.md" {
+		t.Errorf("command executor = %+v, %v", cmd, err)
+	}
+}
+
+func TestGoalSummary(t *testing.T) {
+	for _, tc := range []struct{ in, title, goal string }{
+		{"# Build calc\n\nA calculator\nwith add.\n\nMore.\n", "Build calc", "A calculator with add."},
+		{"Plain first line\nsecond line\n", "Plain first line", "second line"},
+		{"\n\n## Title\n## Sub\ntext\n# Next\n", "Title", "text"},
+		{"# Only a title\n", "Only a title", ""},
+	} {
+		title, goal := goalSummary(tc.in)
+		if title != tc.title || goal != tc.goal {
+			t.Errorf("goalSummary(%q) = %q, %q; want %q, %q", tc.in, title, goal, tc.title, tc.goal)
+		}
+	}
+}
+
+func promptFixture() promptInput {
+	root := &tree.Node{ID: "root", Title: "Root", Goal: "g", MaxAttempts: 3, Children: []*tree.Node{
+		{ID: "b", Order: 1, Title: "B", Goal: "g", MaxAttempts: 3},
+		{ID: "a", Order: 0, Title: "A", Goal: "g", MaxAttempts: 3, Passes: true},
+	}}
+	return promptInput{
+		RunID: "r", Iteration: 2, Guard: []string{"just", "ci"}, Goal: "# G\n\ngoal\n",
+		Memory: map[string]string{AssumptionPath: strings.Repeat("é", memoryMax)},
+		Tree:   root, Selection: tree.Select(root),
+	}
+}
+
+func TestPromptPackStableAndBounded(t *testing.T) {
+	a, b := buildPrompt(promptFixture()), buildPrompt(promptFixture())
+	if !bytes.Equal(a, b) {
+		t.Fatal("identical inputs gave different prompt packs")
+	}
+	s := string(a)
+	order := []string{"## 1. Runner contract", "## 2. Goal (.runner/GOAL.md)", "## 3. Selected leaf: root/b (attempts 0/3)",
+		"## 4. The rest of the tree", "- [pass] a: A", "- [open] b: B (attempts 0/3)  <- selected", "## 5. Memory",
+		"### .runner/ASSUMPTIONS.md", "[... truncated by factory loop: 16384 of 32768 bytes shown]", "### .runner/IMPROVEMENTS.md",
+		"## 6. Guard contract", `["just", "ci"]`}
+	at := 0
+	for _, part := range order {
+		i := strings.Index(s[at:], part)
+		if i < 0 {
+			t.Fatalf("prompt lacks %q after byte %d:\n%s", part, at, s)
+		}
+		at += i
+	}
+	if !strings.Contains(s, strings.Repeat("é", memoryMax/2)+"\n[") {
+		t.Error("the memory file was not cut at a character boundary")
+	}
+
+	in := promptFixture()
+	in.Repair, in.Problems, in.Invalid = true, []string{"/: invalid JSON"}, []byte("{broken")
+	r := string(buildPrompt(in))
+	for _, part := range []string{"REPAIR TREE", "- /: invalid JSON", "{broken", "No guard runs"} {
+		if !strings.Contains(r, part) {
+			t.Errorf("repair prompt lacks %q", part)
+		}
+	}
+	if strings.Contains(r, "Selected leaf") {
+		t.Error("repair prompt selects a leaf")
+	}
+}

@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// Detect reports what this machine supports, probing once per process: a trial run of the init,
+// which sets up the whole namespaces mechanism and exits instead of running a command, tells
+// whether unprivileged user namespaces work here (a sysctl, AppArmor or a container's seccomp
+// filter may forbid them or the mounts the init makes).
+//
+// Prepare calls it. Call it (or Prepare) before running commands concurrently in a process that
+// called proc.BecomeSubreaper: a command ending meanwhile would take the trial run for its orphan.
+func Detect() Support {
+	detectOnce.Do(func() { support = detect() })
+	return support
+}
+
+var (
+	detectOnce sync.Once
+	support    Support
+)
+
+func detect() Support {
+	var s Support
+	s.LandlockABI, s.LandlockError = landlockABI()
+	if !hooked.Load() {
+		s.UserNamespacesError = errNoHook.Error()
+		return s
+	}
+	if err := probe(s.LandlockABI); err != nil {
+		s.UserNamespacesError = err.Error()
+		return s
+	}
+	s.UserNamespaces = true
+	return s
+}
+
+// probe runs the init through the namespaces mechanism on a scratch directory.
+func probe(abi int) error {
+	dir, err := os.MkdirTemp("", "factory-sandbox-probe-")
+	if err != nil {
+		return fmt.Errorf("cannot create a directory for the probe: %w", err)
+	}
+	defer removeAll(dir)
+	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi, workTree: dir}
+	cmd := exec.Command("/bin/true")
+	cmd.Env = []string{}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cleanup, err := p.wrap(cmd, true)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("trial run: %w: %s", err, strings.TrimPrefix(msg, "factory sandbox: "))
+		}
+		return fmt.Errorf("trial run: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"os/exec"
+)
+
+// Init only records that the binary has the hook: there is no init off Linux.
+func Init() { hooked.Store(true) }
+
+// Detect reports no support off Linux.
+func Detect() Support {
+	return Support{UserNamespacesError: "not Linux", LandlockError: "not Linux"}
+}
+
+// Wrap leaves cmd alone: off Linux no policy confines.
+func (p *Policy) Wrap(cmd *exec.Cmd) (cleanup func(), err error) {
+	if p.Confined() {
+		return nil, errors.New("sandbox: confinement is only implemented on Linux")
+	}
+	return func() {}, nil
+}

@@ -1,0 +1,317 @@
+// Package sandbox confines the commands factory runs (verification and acceptance commands, which run
+// code the model wrote): no network but loopback, writes only to the work tree, a private temporary
+// directory and HOME, the git directory and other listed paths read-only, chosen paths hidden.
+//
+// On Linux with unprivileged user namespaces, the factory binary re-executes itself as a small init
+// inside new user, mount and network namespaces, builds the view of the file system with read-only
+// bind mounts, adds a Landlock ruleset as a second layer, drops its capabilities and executes the
+// command in its place. Without user namespaces it falls back to Landlock alone, which protects less
+// (see Summary and docs/sandbox.md). This needs Init at the very start of main.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// Mode is what the user asked for (--sandbox).
+type Mode string
+
+const (
+	// ModeAuto confines with the strongest mechanism the machine has, or runs unconfined with a warning.
+	ModeAuto Mode = "auto"
+	// ModeRequired refuses to run when no mechanism is available.
+	ModeRequired Mode = "required"
+	// ModeOff runs commands with the user's full privileges.
+	ModeOff Mode = "off"
+)
+
+// ParseMode checks a --sandbox value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeAuto, ModeRequired, ModeOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown sandbox mode %q: want %q (confine when the machine can, else warn), %q (refuse to run unconfined) or %q (no confinement)",
+		s, ModeAuto, ModeRequired, ModeOff)
+}
+
+// Mechanism is how commands are confined.
+type Mechanism string
+
+const (
+	// MechanismNamespaces: user, mount and network namespaces, with Landlock as a second layer.
+	MechanismNamespaces Mechanism = "namespaces+landlock"
+	// MechanismLandlock: Landlock alone (no user namespaces): no private /tmp, .git inside the work tree
+	// and --sandbox-hide cannot be protected, and the network only on Landlock ABI 4 or later.
+	MechanismLandlock Mechanism = "landlock"
+	// MechanismNone: not confined.
+	MechanismNone Mechanism = "none"
+)
+
+// Request is what a caller wants confined, for every command of a run.
+type Request struct {
+	Mode Mode
+	// WorkTree is the one writable directory besides the private temporary directory and HOME.
+	WorkTree string
+	// ReadOnly are paths kept read-only even inside WorkTree: the git directories (a .git file or
+	// directory, a linked worktree's git dir and the common dir) and the artifact directory. Paths that
+	// do not exist when a command starts are skipped.
+	ReadOnly []string
+	// Home is a directory that commands get as a writable HOME (--sandbox-home); "" gives each command a
+	// private empty HOME.
+	Home string
+	// Hide are paths made unreadable (--sandbox-hide), such as ~/.ssh.
+	Hide []string
+}
+
+// Policy is a prepared confinement: Prepare decided the mechanism once, and Wrap applies it to each
+// command, whose directory must be inside the work tree. A nil *Policy runs commands unconfined,
+// like ModeOff. It is safe for concurrent use.
+type Policy struct {
+	mode     Mode
+	mech     Mechanism
+	abi      int    // Landlock ABI version, 0 without Landlock
+	reason   string // why the mechanism is weaker than namespaces, for Warning
+	workTree string
+	readOnly []string
+	home     string
+	hide     []string
+}
+
+// UnavailableError is the error Prepare returns in ModeRequired when the machine cannot confine
+// commands, or cannot honor part of the request.
+type UnavailableError struct{ Reason string }
+
+func (e *UnavailableError) Error() string {
+	return "--sandbox required: cannot confine commands on this machine: " + e.Reason
+}
+
+// hooked records that Init ran in this process, so the binary can serve as the sandbox's init.
+var hooked atomic.Bool
+
+// errNoHook is why a binary that never called Init cannot confine: re-executing it would not reach
+// the init.
+var errNoHook = errors.New("this program does not call sandbox.Init at the start of main")
+
+// Prepare checks req and decides how to confine commands on this machine. In ModeAuto it never fails
+// for lack of support: the policy then runs commands unconfined and Warning says why. Errors: bad
+// paths, and *UnavailableError in ModeRequired.
+func Prepare(req Request) (*Policy, error) {
+	if _, err := ParseMode(string(req.Mode)); err != nil {
+		return nil, err
+	}
+	p := &Policy{mode: req.Mode, mech: MechanismNone}
+	if req.Mode == ModeOff {
+		return p, nil
+	}
+	var err error
+	if p.workTree, err = absDir(req.WorkTree, "work tree"); err != nil {
+		return nil, err
+	}
+	if req.Home != "" {
+		if p.home, err = absDir(req.Home, "--sandbox-home"); err != nil {
+			return nil, err
+		}
+	}
+	for _, path := range req.ReadOnly {
+		p.readOnly = appendResolved(p.readOnly, path)
+	}
+	for _, path := range req.Hide {
+		if !filepath.IsAbs(path) {
+			return nil, fmt.Errorf("--sandbox-hide %s: not an absolute path", path)
+		}
+		p.hide = appendResolved(p.hide, path)
+	}
+	sup := Detect()
+	p.abi = sup.LandlockABI
+	switch {
+	case !hooked.Load():
+		p.reason = errNoHook.Error()
+	case sup.UserNamespaces:
+		p.mech = MechanismNamespaces
+		return p, nil
+	case sup.LandlockABI > 0:
+		p.mech = MechanismLandlock
+		p.reason = "user namespaces are unavailable (" + sup.UserNamespacesError + "); Landlock alone cannot keep .git inside the work tree read-only, give a private /tmp or honor --sandbox-hide"
+		if sup.LandlockABI < 4 {
+			p.reason += ", and with Landlock ABI < 4 it cannot block the network"
+		}
+	default:
+		p.reason = "neither user namespaces (" + sup.UserNamespacesError + ") nor Landlock (" + sup.LandlockError + ") are available"
+	}
+	if req.Mode == ModeRequired && (p.mech == MechanismNone || len(p.hide) > 0) {
+		reason := p.reason
+		if p.mech != MechanismNone {
+			reason = "--sandbox-hide needs user namespaces: " + reason
+		}
+		return nil, &UnavailableError{Reason: reason}
+	}
+	return p, nil
+}
+
+// absDir returns dir as an absolute path with symlinks resolved, checking it is a directory.
+func absDir(dir, what string) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("sandbox: no %s given", what)
+	}
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	if info, err := os.Stat(abs); err != nil || !info.IsDir() {
+		return "", fmt.Errorf("%s %s: not a directory", what, dir)
+	}
+	return abs, nil
+}
+
+// appendResolved appends path, absolute and with symlinks resolved as far as it exists, unless it is
+// already in list.
+func appendResolved(list []string, path string) []string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return list
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if slices.Contains(list, abs) {
+		return list
+	}
+	return append(list, abs)
+}
+
+// within reports whether path is dir or lies beneath it; both are clean absolute paths.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// hostTmp is /tmp with symlinks resolved: the directory the namespaces mechanism replaces.
+func hostTmp() string {
+	if real, err := filepath.EvalSymlinks("/tmp"); err == nil {
+		return real
+	}
+	return "/tmp"
+}
+
+// Mechanism says how commands are confined; MechanismNone for a nil policy.
+func (p *Policy) Mechanism() Mechanism {
+	if p == nil {
+		return MechanismNone
+	}
+	return p.mech
+}
+
+// Confined reports whether commands run confined.
+func (p *Policy) Confined() bool { return p.Mechanism() != MechanismNone }
+
+// Warning is a line to show the user when commands are less confined than asked, or "".
+func (p *Policy) Warning() string {
+	switch {
+	case p == nil || p.mode == ModeOff:
+		return "warning: --sandbox off: verification and acceptance commands run with your full privileges (network, every file you can write)"
+	case p.mech == MechanismNone:
+		return "warning: sandbox unavailable, commands run unconfined: " + p.reason
+	case p.mech == MechanismLandlock:
+		w := "warning: sandbox: Landlock only: " + p.reason
+		if len(p.hide) > 0 {
+			w += "; --sandbox-hide is NOT applied"
+		}
+		return w
+	}
+	return ""
+}
+
+// Summary is how commands are confined, as run_summary.json records it.
+type Summary struct {
+	Mode      Mode      `json:"mode"`
+	Mechanism Mechanism `json:"mechanism"`
+	Network   string    `json:"network"`
+	Writable  []string  `json:"writable"`
+}
+
+// PrivateTmp and PrivateHome stand for the per-command directories in Summary.Writable.
+const (
+	PrivateTmp  = "TMPDIR (private, removed after each command)"
+	PrivateHome = "HOME (private, removed after each command)"
+)
+
+// Summary describes the policy; a nil policy is ModeOff.
+func (p *Policy) Summary() Summary {
+	if p == nil {
+		return Summary{Mode: ModeOff, Mechanism: MechanismNone, Network: "unrestricted", Writable: []string{"(anything the user can write)"}}
+	}
+	s := Summary{Mode: p.mode, Mechanism: p.mech}
+	switch {
+	case p.mech == MechanismNamespaces:
+		s.Network = "loopback only"
+	case p.mech == MechanismLandlock && p.abi >= 4:
+		s.Network = "TCP connect denied (Landlock)"
+	default:
+		s.Network = "unrestricted"
+	}
+	if p.mech == MechanismNone {
+		s.Writable = []string{"(anything the user can write)"}
+		return s
+	}
+	home := PrivateHome
+	if p.home != "" {
+		home = p.home
+	}
+	tmp := PrivateTmp
+	if p.mech == MechanismNamespaces {
+		tmp = "/tmp as " + PrivateTmp
+	}
+	s.Writable = []string{p.workTree, tmp, home}
+	return s
+}
+
+// Describe is a one-line account for a progress line.
+func (p *Policy) Describe() string {
+	s := p.Summary()
+	if s.Mechanism == MechanismNone {
+		return fmt.Sprintf("sandbox %s: NOT confined", s.Mode)
+	}
+	return fmt.Sprintf("sandbox %s: %s (network: %s; writable: %s)", s.Mode, s.Mechanism, s.Network, strings.Join(s.Writable, ", "))
+}
+
+// denials are the kernel's messages for operations a sandbox denies, with what they most likely mean.
+var denials = []struct{ msg, meaning string }{
+	{"Read-only file system", "a write outside the work tree, TMPDIR and HOME, or to the git directory (EROFS)"},
+	{"Permission denied", "a write or read the sandbox denies, or a hidden path (EACCES)"},
+	{"Operation not permitted", "an operation the sandbox denies (EPERM)"},
+	{"Network is unreachable", "a network connection: commands have loopback only (ENETUNREACH)"},
+	{"Temporary failure in name resolution", "a DNS lookup: commands have no network"},
+	{"Name or service not known", "a DNS lookup: commands have no network"},
+}
+
+// Explain names the denials visible in a confined command's output, for a failure brief: "" when
+// there are none.
+func Explain(output string) string {
+	var found []string
+	for _, d := range denials {
+		if strings.Contains(output, d.msg) && !slices.Contains(found, d.meaning) {
+			found = append(found, d.meaning)
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return "The command runs in a sandbox; its output shows a denied operation: " + strings.Join(found, "; ") + "."
+}
+
+// Support is what this machine offers for confining commands.
+type Support struct {
+	UserNamespaces      bool   `json:"user_namespaces"` // the whole namespaces setup works here
+	UserNamespacesError string `json:"user_namespaces_error,omitempty"`
+	LandlockABI         int    `json:"landlock_abi"` // 0: no Landlock
+	LandlockError       string `json:"landlock_error,omitempty"`
+}

@@ -1,0 +1,150 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// initArg0 is the argv[0] under which the factory binary runs as the sandbox's init (see Init).
+const initArg0 = "factory-sandbox-init"
+
+// plan is what the init does, passed as JSON in its argv[1]; the command's path and argv follow.
+type plan struct {
+	Namespaces bool     `json:"namespaces"`
+	Probe      bool     `json:"probe,omitempty"` // set everything up, then exit 0 instead of executing
+	Tmp        string   `json:"tmp"`             // the private temporary directory: /tmp inside namespaces
+	Empty      string   `json:"empty"`           // an empty unreadable file, bound over hidden files
+	Writable   []string `json:"writable"`        // work tree and HOME
+	ReadOnly   []string `json:"read_only"`
+	Hide       []string `json:"hide"`
+	ABI        int      `json:"abi"`
+}
+
+// Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the factory
+// binary as the sandbox's init, which confines itself and then executes the command. It keeps the
+// command's process group, environment (but for TMPDIR and HOME), directory and output files, so
+// that the process started is the command's own, with its pid, exit status and signals; the
+// returned cleanup removes the private directories once the command and everything it started are
+// gone. A policy that does not confine leaves cmd alone.
+//
+// If cmd.Err is set (the program was not found), cmd is left alone so that Start reports it. If
+// the init cannot confine or execute the command, the command exits with code 125 and a
+// "factory sandbox: ..." line on its stderr.
+func (p *Policy) Wrap(cmd *exec.Cmd) (cleanup func(), err error) {
+	return p.wrap(cmd, false)
+}
+
+// wrap is Wrap; with probe set, the init exits once confined instead of executing the command.
+func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
+	if !p.Confined() || cmd.Err != nil {
+		return func() {}, nil
+	}
+	priv, err := os.MkdirTemp("", "factory-sandbox-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: cannot create the private directory: %w", err)
+	}
+	cleanup = func() { _ = removeAll(priv) }
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	pl := plan{Namespaces: p.mech == MechanismNamespaces, Probe: probe, Tmp: filepath.Join(priv, "tmp"), Empty: filepath.Join(priv, "empty"),
+		Writable: []string{p.workTree}, ReadOnly: p.readOnly, Hide: p.hide, ABI: p.abi}
+	home := p.home
+	if home == "" {
+		home = filepath.Join(priv, "home")
+	}
+	pl.Writable = append(pl.Writable, home)
+	for _, dir := range []string{pl.Tmp, filepath.Join(priv, "home")} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: cannot create the private directory: %w", err)
+		}
+	}
+	if err := os.WriteFile(pl.Empty, nil, 0); err != nil {
+		return nil, fmt.Errorf("sandbox: cannot create the private directory: %w", err)
+	}
+	tmpdir := pl.Tmp
+	if pl.Namespaces {
+		tmpdir = "/tmp"
+	}
+	if err := wrapCmd(cmd, pl); err != nil {
+		return nil, err
+	}
+	cmd.Env = setEnv(cmd.Env, "TMPDIR="+tmpdir, "HOME="+home)
+	return cleanup, nil
+}
+
+// wrapCmd makes cmd run the init with pl instead of its program.
+func wrapCmd(cmd *exec.Cmd, pl plan) error {
+	data, err := json.Marshal(pl)
+	if err != nil {
+		return fmt.Errorf("sandbox: cannot encode the plan: %w", err)
+	}
+	cmd.Args = append([]string{initArg0, string(data), cmd.Path}, cmd.Args...)
+	// The running binary, whatever has become of its path since it started.
+	cmd.Path = "/proc/self/exe"
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if pl.Namespaces {
+		a := cmd.SysProcAttr
+		a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET
+		// The same ids inside: files the command creates are the user's, and tools see the user they
+		// expect. The init keeps the capabilities it needs to set up as ambient ones, and drops them.
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+		a.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
+	}
+	return nil
+}
+
+// Capability numbers from <linux/capability.h>.
+const (
+	capSetpcap  = 8
+	capNetAdmin = 12
+	capSysAdmin = 21
+)
+
+// setEnv sets the given NAME=value entries in env, replacing earlier values.
+func setEnv(env []string, kvs ...string) []string {
+	out := make([]string, 0, len(env)+len(kvs))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for _, set := range kvs {
+			if strings.HasPrefix(set, name+"=") {
+				replaced = true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return append(out, kvs...)
+}
+
+// removeAll removes dir, first making writable the directories a command made read-only.
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
