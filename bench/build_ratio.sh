@@ -13,6 +13,8 @@
 #   NFILES=10000   tracked files in the repository made by mkrepo.sh
 #   SCENARIOS="repo example"   which scenarios to time (example: only when
 #                  examples/build.sh and examples/textstats/ exist)
+#   BUILD_FLAGS=   extra flags for every timed `factory build` (word-split),
+#                  e.g. BUILD_FLAGS="--sandbox off" to time it without confinement
 #   KEEP=1         keep the scratch directory (printed) for inspection
 #   STRACE=1       after timing, run each side once more under strace: per WO git
 #                  processes, execs, fsyncs and the time in each child program
@@ -268,10 +270,10 @@ fi
 
 # ---------------------------------------------------------------------------
 echo "timing: $PAIRS pairs A B per scenario; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-"$py" - "$tmp" "$PAIRS" "${STRACE:-}" <<'EOF'
+"$py" - "$tmp" "$PAIRS" "${STRACE:-}" ${BUILD_FLAGS:-} <<'EOF'
 import collections, glob, json, os, re, shutil, statistics, subprocess, sys, time
 from datetime import datetime
-tmp, pairs, want_strace = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+tmp, pairs, want_strace, build_flags = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4:]
 DEVNULL = subprocess.DEVNULL
 med = statistics.median
 
@@ -302,7 +304,7 @@ def check_built(sc):
         sys.exit(f"{sc['name']}: {n} commits (want {sc['k']}) or a dirty tree after a run")
 
 def argv(sc, side):
-    return [x.replace("{out}", os.path.join(tmp, "out")) for x in sc[side]]
+    return [x.replace("{out}", os.path.join(tmp, "out")) for x in sc[side]] + (build_flags if side == "b" else [])
 
 def timed(sc, side, prefix=()):
     env = {**os.environ, **sc["env"]}
@@ -380,7 +382,7 @@ for sc in scenarios:
     ma, mb = med(A), med(B)
     r = [y / x for x, y in zip(A, B)]
     harness = [(y - m - c) / K for y, m, c in zip(B, model, cmds)]
-    print(f"== {sc['name']}: K={K} work orders, {pairs} pairs A B; "
+    print(f"== {sc['name']}{' ' + ' '.join(build_flags) if build_flags else ''}: K={K} work orders, {pairs} pairs A B; "
           f"load average (1 min) during the pairs {min(loads):.1f}..{max(loads):.1f}")
     print(f"   {'':<28} {'whole run ms':>12} {'per WO ms':>10}")
     print(f"   {'A yardstick (floor+commit)':<28} {ma:>12.1f} {ma/K:>10.1f}")
