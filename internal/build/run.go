@@ -241,6 +241,14 @@ func (b *builder) runOne(ctx context.Context, i int) error {
 	if res.StoppedEarly != "" {
 		b.sum.StoppedEarly = res.StoppedEarly
 	}
+	var budget *llm.BudgetError
+	if runErr != nil && errors.As(runErr, &budget) {
+		// Stopped before a call: it stays pending, for a resume with a
+		// larger budget.
+		b.progress("%s: stopped: %v", wo.ID, budget)
+		b.event(map[string]any{"event": "wo_end", "wo": wo.ID, "verdict": VerdictBudget})
+		return budget
+	}
 	if runErr != nil {
 		line.Outcome = OutcomeFailed
 		b.sum.Failed = wo.ID

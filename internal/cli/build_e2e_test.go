@@ -496,3 +496,76 @@ func TestBuildInterrupted(t *testing.T) {
 	}
 	checkCommits(t, f.repo, base, committed)
 }
+
+func anthropicReply(r llmtest.Reply) llmtest.AnthropicReply {
+	return llmtest.AnthropicReply{Content: r.Content}
+}
+
+// A build with an Anthropic model, planner included, end to end: a rate
+// limit is retried, and the cost is known from the built-in price table.
+func TestBuildAnthropic(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	planJSON, _ := json.Marshal(buildPlan(""))
+	srv := llmtest.StartAnthropic(t,
+		llmtest.AnthropicReply{Content: string(planJSON)},
+		llmtest.AnthropicReply{Status: 429, ErrorType: "rate_limit_error", Message: "slow down", Header: map[string]string{"Retry-After": "0"}},
+		anthropicReply(replyWO01), anthropicReply(replyWO02), anthropicReply(replyWO03))
+	spec := filepath.Join(t.TempDir(), "spec.md")
+	writeFiles(t, filepath.Dir(spec), map[string]string{"spec.md": "# calc\nadd, multiply, subtract\n"})
+	res := runFactory(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=ak"), "build", "--spec", spec,
+		"--repo", f.repo, "--out", f.out, "--llm-model", "anthropic:claude-sonnet-4-5", "--llm-base-url", srv.URL,
+		"--no-review", "--json")
+	if res.code != ExitPass {
+		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	var sum build.Summary
+	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Remaining() != 0 || sum.Verdict != build.VerdictPass || sum.PlanSource != build.PlanCompiled || sum.CostUSD == nil || *sum.CostUSD <= 0 {
+		t.Errorf("replies left %d; summary %+v", srv.Remaining(), sum)
+	}
+	for _, w := range sum.WorkOrders {
+		if w.CostUSD == nil || *w.CostUSD <= 0 || w.Tokens != 120 {
+			t.Errorf("work order %s: tokens %d, cost %v", w.ID, w.Tokens, w.CostUSD)
+		}
+	}
+	checkCommits(t, f.repo, git(t, f.repo, "rev-parse", "main"), committed)
+}
+
+// The budget is checked before every model call: when the next call could
+// pass --max-tokens, the build stops with exit 5, nothing committed for
+// that work order, the tree clean.
+func TestBuildBudget(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	// WO-01's answer reports a million tokens: WO-02's call cannot fit.
+	wo1 := anthropicReply(replyWO01)
+	wo1.OutputTokens = 1_000_000
+	srv := llmtest.StartAnthropic(t, wo1, anthropicReply(replyWO02))
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	res := runFactory(t, append(gitEnv(t.TempDir()), "ANTHROPIC_API_KEY=ak"), "build", "--plan", f.plan,
+		"--repo", f.repo, "--out", f.out, "--llm-model", "anthropic:claude-sonnet-4-5", "--llm-base-url", srv.URL,
+		"--max-tokens", "1010000", "--json")
+	if res.code != ExitBudget {
+		t.Fatalf("exit %d, want %d\n%s%s", res.code, ExitBudget, res.stdout, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "tokens") {
+		t.Errorf("stderr does not say which budget:\n%s", res.stderr)
+	}
+	var sum build.Summary
+	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Verdict != build.VerdictBudget || srv.Remaining() != 1 || sum.Tokens < 1_000_000 || sum.Failed != "" ||
+		sum.WorkOrders[1].Outcome != build.OutcomePending {
+		t.Errorf("replies left %d; summary %+v", srv.Remaining(), sum)
+	}
+	checkCommits(t, f.repo, base, map[string][]string{"WO-01": committed["WO-01"]})
+	checkClean(t, f.repo)
+	// An unknown price cannot bound a cost: refused before anything.
+	unpriced := runFactory(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), "build", "--plan", f.plan,
+		"--repo", f.repo, "--out", f.out, "--llm-model", "my-local-model", "--llm-base-url", srv.URL, "--max-cost-usd", "1")
+	if unpriced.code != ExitUsage || !strings.Contains(unpriced.stderr, "--max-cost-usd") {
+		t.Errorf("unpriced model with --max-cost-usd: exit %d\n%s", unpriced.code, unpriced.stderr)
+	}
+}
