@@ -17,8 +17,22 @@ import (
 
 // The factory loop end-to-end tests drive the real binary with a scripted
 // executor (internal/loop/testdata/scriptexec) whose actions per iteration
-// come from a script file, and with the same program as the guard (it fails
-// when a file contains FAIL).
+// come from a script file, and with failGuard as the guard.
+
+// failGuard fails when a file outside .git and .runner contains FAIL. It is
+// a shell command, not a program the test builds, because the guard runs
+// confined ([guard] sandbox = "auto"), where the host's /tmp is hidden.
+var failGuard = []string{"sh", "-c", `st=0; for f in $(grep -rl FAIL --exclude-dir=.git --exclude-dir=.runner .); do echo "$f contains FAIL"; st=1; done; exit $st`}
+
+// tomlArray renders argv as a TOML array of strings.
+func tomlArray(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		b, _ := json.Marshal(a) // a JSON string of printable ASCII is a TOML basic string
+		quoted[i] = string(b)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
 
 var (
 	scriptexecOnce sync.Once
@@ -68,8 +82,8 @@ func newLoopFixture(t *testing.T, dir string, script map[int][]act, extraConfig 
 	writeFiles(t, dir, map[string]string{"script.json": string(data), "GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
 	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
 	bin := scriptexec(t)
-	cfg := fmt.Sprintf("%s\n[guard]\ncommand = [%q, \"guard\"]\n\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
-		extraConfig, bin, bin, filepath.Join(dir, "script.json"))
+	cfg := fmt.Sprintf("%s\n[guard]\ncommand = %s\n\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
+		extraConfig, tomlArray(failGuard), bin, filepath.Join(dir, "script.json"))
 	writeFiles(t, repo, map[string]string{".runner/config.toml": cfg})
 	f.mustRun(t, 0, "loop", "start", "--run-id", "t1")
 	return f
