@@ -72,6 +72,13 @@ type loopFixture struct {
 
 func newLoopFixture(t *testing.T, dir string, script map[int][]act, extraConfig string) loopFixture {
 	t.Helper()
+	return newLoopFixtureGuard(t, dir, script, extraConfig, failGuard, "")
+}
+
+// newLoopFixtureGuard is newLoopFixture with guard as [guard] command and
+// guardConfig as more lines of [guard].
+func newLoopFixtureGuard(t *testing.T, dir string, script map[int][]act, extraConfig string, guard []string, guardConfig string) loopFixture {
+	t.Helper()
 	repo := newRepo(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
 	f := loopFixture{dir: dir, repo: repo, env: gitEnv(t.TempDir())[len(os.Environ()):]}
 	byIter := map[string][]act{}
@@ -82,8 +89,8 @@ func newLoopFixture(t *testing.T, dir string, script map[int][]act, extraConfig 
 	writeFiles(t, dir, map[string]string{"script.json": string(data), "GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
 	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
 	bin := scriptexec(t)
-	cfg := fmt.Sprintf("%s\n[guard]\ncommand = %s\n\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
-		extraConfig, tomlArray(failGuard), bin, filepath.Join(dir, "script.json"))
+	cfg := fmt.Sprintf("%s\n[guard]\ncommand = %s\n%s\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
+		extraConfig, tomlArray(guard), guardConfig, bin, filepath.Join(dir, "script.json"))
 	writeFiles(t, repo, map[string]string{".runner/config.toml": cfg})
 	f.mustRun(t, 0, "loop", "start", "--run-id", "t1")
 	return f
