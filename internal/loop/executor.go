@@ -108,7 +108,9 @@ func (e agentExecutor) Command(inv Invocation) (Command, error) {
 }
 
 func (e agentExecutor) build(inv Invocation) (agentcli.Invocation, error) {
-	return buildAgent(e.cfg, e.binary, inv.Home, inv.Prompt, e.environ, e.asRoot)
+	c := e.cfg
+	c.Model = inv.Model
+	return buildAgent(c, e.binary, inv.Home, inv.Prompt, e.environ, e.asRoot)
 }
 
 // probeHome stands for the private home when an invocation is built only to
