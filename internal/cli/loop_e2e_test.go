@@ -554,7 +554,8 @@ func TestLoopCtrlCResets(t *testing.T) {
 // TestLoopGuardSandbox: under [guard] sandbox = "auto" the guard runs as
 // `factory run` runs verification: it writes the work tree, but not .git or
 // the iteration logs, and cannot connect to the host's 127.0.0.1; meta.json
-// says how it was confined. Under "off" the same writes succeed, as stated.
+// says how it was confined; its rewrite of config.toml is put back. Under
+// "off" the same writes succeed, as stated.
 func TestLoopGuardSandbox(t *testing.T) {
 	if s := sandbox.Detect(); !s.UserNamespaces {
 		t.Skipf("this machine cannot confine with namespaces: %s", s.UserNamespacesError)
@@ -578,6 +579,7 @@ func TestLoopGuardSandbox(t *testing.T) {
 	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 	// The guard passes only when every escape fails.
 	guard := []string{"bash", "-c", `echo built > guard-output.txt || exit 2
+echo 'guard.command = ["true"]' >> .runner/config.toml
 if printf '[evil]\n' >> .git/config; then echo "wrote .git/config"; exit 1; fi
 if echo x > .runner/iterations/t1/1/evil; then echo "wrote the iteration logs"; exit 1; fi
 if (echo x > /dev/tcp/127.0.0.1/` + port + `); then echo "connected out"; exit 1; fi
@@ -608,6 +610,12 @@ echo "every escape denied"`}
 		}
 		if n := connections.Load(); n != 0 {
 			t.Errorf("the guard connected to the host's 127.0.0.1 %d times", n)
+		}
+		if cfg := git(t, f.repo, "show", "HEAD:.runner/config.toml"); strings.Contains(cfg, `guard.command = ["true"]`) {
+			t.Errorf("the guard's rewrite of its own config was committed:\n%s", cfg)
+		}
+		if ev := f.events(t); !strings.Contains(ev, `"event":"protected_file_restored","node":"root","detail":{"path":".runner/config.toml"}`) {
+			t.Errorf("events.jsonl lacks the restore:\n%s", ev)
 		}
 		if got := git(t, f.repo, "show", "HEAD:guard-output.txt"); got != "built" {
 			t.Errorf("the guard's file in the work tree = %q, want it written and committed", got)

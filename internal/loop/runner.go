@@ -127,10 +127,7 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 // agent wrote, which must not rewrite hooks or its own record). A machine
 // that cannot confine is refused in "required" mode.
 func prepareGuardSandbox(g GuardConfig, repo *gitws.Repo) (*sandbox.Policy, error) {
-	mode, err := sandbox.ParseMode(g.Sandbox)
-	if err != nil {
-		return nil, refusef("%s: guard.sandbox: %v", ConfigPath, err)
-	}
+	mode := sandbox.Mode(g.Sandbox) // checked with the rest of config.toml
 	box, err := sandbox.Prepare(sandbox.Request{
 		Mode: mode, WorkTree: repo.Root,
 		ReadOnly: []string{filepath.Join(repo.Root, ".git"), repo.GitDir, repo.CommonDir, abs(repo.Root, IterationsDir)},
