@@ -57,24 +57,28 @@ func TestCodex(t *testing.T) {
 	}{
 		{"default provider with a stored login", func(c *CodexConfig) {}, execArgv,
 			with(coreEnv(home), "CODEX_HOME="+home)},
-		{"default provider with an API key", func(c *CodexConfig) { c.APIKeyEnv = "OPENAI_API_KEY" }, execArgv,
+		{"default provider with an API key", func(c *CodexConfig) { c.APIKeyEnv = "OPENAI_API_KEY" },
+			append(execArgv, "-c", `shell_environment_policy.exclude=["CODEX_API_KEY"]`),
 			with(coreEnv(home), "CODEX_HOME="+home, "CODEX_API_KEY=sk-openai")},
 		{"explicit binary", func(c *CodexConfig) { c.Binary = "/opt/clis/node_modules/.bin/codex" },
 			append([]string{"/opt/clis/node_modules/.bin/codex"}, execArgv[1:]...),
 			with(coreEnv(home), "CODEX_HOME="+home)},
 		{"custom provider", func(c *CodexConfig) { c.BaseURL, c.APIKeyEnv = "http://127.0.0.1:8080/v1", "MY_KEY" },
 			append(execArgv, "-c", "model_provider=factory",
-				"-c", `model_providers.factory={name="factory",base_url="http://127.0.0.1:8080/v1",env_key="MY_KEY",wire_api="responses"}`),
+				"-c", `model_providers.factory={name="factory",base_url="http://127.0.0.1:8080/v1",env_key="MY_KEY",wire_api="responses"}`,
+				"-c", `shell_environment_policy.exclude=["MY_KEY"]`),
 			with(coreEnv(home), "CODEX_HOME="+home, "MY_KEY=sk-mine")},
 		{"custom provider id", func(c *CodexConfig) {
 			c.BaseURL, c.APIKeyEnv, c.ProviderID = "https://llm.example.com/openai/v1", "MY_KEY", "my-gateway_2"
 		},
 			append(execArgv, "-c", "model_provider=my-gateway_2",
-				"-c", `model_providers.my-gateway_2={name="my-gateway_2",base_url="https://llm.example.com/openai/v1",env_key="MY_KEY",wire_api="responses"}`),
+				"-c", `model_providers.my-gateway_2={name="my-gateway_2",base_url="https://llm.example.com/openai/v1",env_key="MY_KEY",wire_api="responses"}`,
+				"-c", `shell_environment_policy.exclude=["MY_KEY"]`),
 			with(coreEnv(home), "CODEX_HOME="+home, "MY_KEY=sk-mine")},
 		{"base URL quoted for TOML", func(c *CodexConfig) { c.BaseURL, c.APIKeyEnv = `http://h/v1?q="a"\b`, "MY_KEY" },
 			append(execArgv, "-c", "model_provider=factory",
-				"-c", `model_providers.factory={name="factory",base_url="http://h/v1?q=\"a\"\\b",env_key="MY_KEY",wire_api="responses"}`),
+				"-c", `model_providers.factory={name="factory",base_url="http://h/v1?q=\"a\"\\b",env_key="MY_KEY",wire_api="responses"}`,
+				"-c", `shell_environment_policy.exclude=["MY_KEY"]`),
 			with(coreEnv(home), "CODEX_HOME="+home, "MY_KEY=sk-mine")},
 	}
 	for _, tt := range tests {

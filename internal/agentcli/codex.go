@@ -35,9 +35,12 @@ var providerID = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 //
 //	codex exec --sandbox workspace-write --skip-git-repo-check -m <model>
 //	    [-c model_provider=<id> -c 'model_providers.<id>={name="<id>",base_url="<url>",env_key="<VAR>",wire_api="responses"}']
+//	    [-c 'shell_environment_policy.exclude=["<KEY VAR>"]']
 //
 // with the prompt on stdin. workspace-write lets the agent write in its working directory (the
-// repository) without asking, and keeps .git read-only, so only the runner commits.
+// repository) without asking, and keeps .git read-only, so only the runner commits. The exclude
+// option, given whenever a key is passed, keeps the key out of the commands the agent runs: Codex
+// would otherwise pass it on to them, and so to the code the model writes.
 //
 // Env is proc's core allow-list (PATH, LANG, LC_*, TERM, TZ, USER, LOGNAME, SHELL, TMPDIR and the
 // Go/Python/Rust toolchain variables) plus CODEX_HOME=Home, HOME=Home, and the API key: <VAR> with a
@@ -65,6 +68,7 @@ func Codex(cfg CodexConfig) (Invocation, error) {
 				return Invocation{}, err
 			}
 			vars["CODEX_API_KEY"] = key
+			argv = append(argv, "-c", excludeFromCommands("CODEX_API_KEY"))
 		}
 		return Invocation{Argv: argv, Env: sortedEnv(vars), Stdin: cfg.Prompt}, nil
 	}
@@ -99,6 +103,13 @@ func Codex(cfg CodexConfig) (Invocation, error) {
 		provider += field[0] + "=" + value
 	}
 	provider += "}"
-	argv = append(argv, "-c", "model_provider="+id, "-c", "model_providers."+id+"="+provider)
+	argv = append(argv, "-c", "model_provider="+id, "-c", "model_providers."+id+"="+provider,
+		"-c", excludeFromCommands(cfg.APIKeyEnv))
 	return Invocation{Argv: argv, Env: sortedEnv(vars), Stdin: cfg.Prompt}, nil
+}
+
+// excludeFromCommands is the Codex option that removes the variable name (a checked environment
+// variable name, so a plain TOML string) from the environment of the commands the agent runs.
+func excludeFromCommands(name string) string {
+	return `shell_environment_policy.exclude=["` + name + `"]`
 }

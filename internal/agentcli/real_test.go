@@ -95,8 +95,9 @@ type agent struct {
 	// commits says whether the agent can commit: Codex's sandbox keeps .git read-only, Claude Code
 	// has no sandbox.
 	commits bool
-	// keyVisible says whether the commands the agent runs see the CLI's own API key. Both CLIs pass
-	// it on (a known gap, see docs/agent-clis.md); the test pins that down so a change is noticed.
+	// keyVisible says whether the commands the agent runs see the CLI's own API key. Codex is told not
+	// to pass it on; Claude Code passes it (a known gap, see docs/agent-clis.md). The test pins both
+	// down so a change is noticed.
 	keyVisible bool
 }
 
@@ -115,7 +116,7 @@ func testEnviron() []string {
 }
 
 var agents = []agent{
-	{name: "codex", keyVisible: true, start: func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation) {
+	{name: "codex", start: func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation) {
 		srv := agentclitest.NewCodex(t, script...)
 		inv, err := agentcli.Codex(agentcli.CodexConfig{
 			Binary: bin, Model: "scripted-model", BaseURL: srv.BaseURL, APIKeyEnv: testKey, Home: t.TempDir(),
@@ -266,7 +267,8 @@ func TestRealCLIGitCommit(t *testing.T) {
 }
 
 // TestRealCLICommandEnvironment: the commands the agent runs see the private home, and none of the
-// caller's credentials; only the CLI's own key gets through, as its CLI passes it on.
+// caller's credentials; Codex keeps its own key from them too (shell_environment_policy.exclude),
+// Claude Code passes it on.
 func TestRealCLICommandEnvironment(t *testing.T) {
 	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {

@@ -3,22 +3,40 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // The factory loop end-to-end tests drive the real binary with a scripted
 // executor (internal/loop/testdata/scriptexec) whose actions per iteration
-// come from a script file, and with the same program as the guard (it fails
-// when a file contains FAIL).
+// come from a script file, and with failGuard as the guard.
+
+// failGuard fails when a file outside .git and .runner contains FAIL. It is
+// a shell command, not a program the test builds, because the guard runs
+// confined ([guard] sandbox = "auto"), where the host's /tmp is hidden.
+var failGuard = []string{"sh", "-c", `st=0; for f in $(grep -rl FAIL --exclude-dir=.git --exclude-dir=.runner .); do echo "$f contains FAIL"; st=1; done; exit $st`}
+
+// tomlArray renders argv as a TOML array of strings.
+func tomlArray(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		b, _ := json.Marshal(a) // a JSON string of printable ASCII is a TOML basic string
+		quoted[i] = string(b)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
 
 var (
 	scriptexecOnce sync.Once
@@ -58,6 +76,13 @@ type loopFixture struct {
 
 func newLoopFixture(t *testing.T, dir string, script map[int][]act, extraConfig string) loopFixture {
 	t.Helper()
+	return newLoopFixtureGuard(t, dir, script, extraConfig, failGuard, "")
+}
+
+// newLoopFixtureGuard is newLoopFixture with guard as [guard] command and
+// guardConfig as more lines of [guard].
+func newLoopFixtureGuard(t *testing.T, dir string, script map[int][]act, extraConfig string, guard []string, guardConfig string) loopFixture {
+	t.Helper()
 	repo := newRepo(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
 	f := loopFixture{dir: dir, repo: repo, env: gitEnv(t.TempDir())[len(os.Environ()):]}
 	byIter := map[string][]act{}
@@ -68,8 +93,8 @@ func newLoopFixture(t *testing.T, dir string, script map[int][]act, extraConfig 
 	writeFiles(t, dir, map[string]string{"script.json": string(data), "GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
 	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
 	bin := scriptexec(t)
-	cfg := fmt.Sprintf("%s\n[guard]\ncommand = [%q, \"guard\"]\n\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
-		extraConfig, bin, bin, filepath.Join(dir, "script.json"))
+	cfg := fmt.Sprintf("%s\n[guard]\ncommand = %s\n%s\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
+		extraConfig, tomlArray(guard), guardConfig, bin, filepath.Join(dir, "script.json"))
 	writeFiles(t, repo, map[string]string{".runner/config.toml": cfg})
 	f.mustRun(t, 0, "loop", "start", "--run-id", "t1")
 	return f
@@ -524,4 +549,100 @@ func TestLoopCtrlCResets(t *testing.T) {
 	}
 	f.clean(t)
 	f.mustRun(t, 0, "loop", "recover")
+}
+
+// TestLoopGuardSandbox: under [guard] sandbox = "auto" the guard runs as
+// `factory run` runs verification: it writes the work tree, but not .git or
+// the iteration logs, and cannot connect to the host's 127.0.0.1; meta.json
+// says how it was confined; its rewrite of config.toml is put back. Under
+// "off" the same writes succeed, as stated.
+func TestLoopGuardSandbox(t *testing.T) {
+	if s := sandbox.Detect(); !s.UserNamespaces {
+		t.Skipf("this machine cannot confine with namespaces: %s", s.UserNamespacesError)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var connections atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			connections.Add(1)
+			c.Close()
+		}
+	}()
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	// The guard passes only when every escape fails.
+	guard := []string{"bash", "-c", `echo built > guard-output.txt || exit 2
+echo 'guard.command = ["true"]' >> .runner/config.toml
+if printf '[evil]\n' >> .git/config; then echo "wrote .git/config"; exit 1; fi
+if echo x > .runner/iterations/t1/1/evil; then echo "wrote the iteration logs"; exit 1; fi
+if (echo x > /dev/tcp/127.0.0.1/` + port + `); then echo "connected out"; exit 1; fi
+echo "every escape denied"`}
+	write := map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "x\n"}}}
+
+	type guardMeta struct {
+		Guard        string
+		GuardSandbox struct {
+			Mode      string
+			Mechanism string
+			Network   string
+		} `json:"guard_sandbox"`
+	}
+	t.Run("auto", func(t *testing.T) {
+		f := newLoopFixtureGuard(t, t.TempDir(), write, "", guard, "")
+		config, _ := os.ReadFile(filepath.Join(f.repo, ".git/config"))
+		out := f.mustRun(t, 0, "loop", "step")
+		if out.stdout != "chore(loop): run t1 iter 1 node root execute guard=pass\n" || !strings.Contains(out.stderr, "guard sandbox auto: namespaces+landlock") {
+			log, _ := os.ReadFile(f.iterFile(1, "guard.log"))
+			t.Fatalf("stdout %q\nstderr:\n%s\nguard.log:\n%s", out.stdout, out.stderr, log)
+		}
+		if after, _ := os.ReadFile(filepath.Join(f.repo, ".git/config")); string(after) != string(config) {
+			t.Errorf(".git/config changed:\n%s", after)
+		}
+		if _, err := os.Stat(f.iterFile(1, "evil")); !os.IsNotExist(err) {
+			t.Errorf("the guard wrote in the iteration logs: %v", err)
+		}
+		if n := connections.Load(); n != 0 {
+			t.Errorf("the guard connected to the host's 127.0.0.1 %d times", n)
+		}
+		if cfg := git(t, f.repo, "show", "HEAD:.runner/config.toml"); strings.Contains(cfg, `guard.command = ["true"]`) {
+			t.Errorf("the guard's rewrite of its own config was committed:\n%s", cfg)
+		}
+		if ev := f.events(t); !strings.Contains(ev, `"event":"protected_file_restored","node":"root","detail":{"path":".runner/config.toml"}`) {
+			t.Errorf("events.jsonl lacks the restore:\n%s", ev)
+		}
+		if got := git(t, f.repo, "show", "HEAD:guard-output.txt"); got != "built" {
+			t.Errorf("the guard's file in the work tree = %q, want it written and committed", got)
+		}
+		log, _ := os.ReadFile(f.iterFile(1, "guard.log"))
+		if !strings.Contains(string(log), "Read-only file system") || !strings.Contains(string(log), "every escape denied") {
+			t.Errorf("guard.log:\n%s", log)
+		}
+		var m guardMeta
+		readJSON(t, f.iterFile(1, "meta.json"), &m)
+		if m.GuardSandbox.Mode != "auto" || m.GuardSandbox.Mechanism != "namespaces+landlock" || m.GuardSandbox.Network != "loopback only" {
+			t.Errorf("meta.json guard_sandbox = %+v", m.GuardSandbox)
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		f := newLoopFixtureGuard(t, t.TempDir(), write, "", guard, `sandbox = "off"`)
+		out := f.mustRun(t, 0, "loop", "step")
+		if out.stdout != "chore(loop): run t1 iter 1 node root execute guard=fail\n" || !strings.Contains(out.stderr, `warning: [guard] sandbox = "off": the guard runs with your full privileges`) {
+			t.Errorf("stdout %q\nstderr:\n%s", out.stdout, out.stderr)
+		}
+		if log, _ := os.ReadFile(f.iterFile(1, "guard.log")); !strings.Contains(string(log), "wrote .git/config") {
+			t.Errorf("guard.log:\n%s", log)
+		}
+		var m guardMeta
+		readJSON(t, f.iterFile(1, "meta.json"), &m)
+		if m.Guard != "fail" || m.GuardSandbox.Mode != "off" || m.GuardSandbox.Mechanism != "none" || m.GuardSandbox.Network != "unrestricted" {
+			t.Errorf("meta.json = %+v", m)
+		}
+	})
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // Config is .runner/config.toml. Every key is optional; unknown keys are errors.
@@ -25,6 +27,9 @@ type Config struct {
 type GuardConfig struct {
 	Command []string `toml:"command"` // an argv, run without a shell, cwd the repository root
 	PassEnv []string `toml:"pass_env"`
+	// Sandbox confines the guard as `factory run --sandbox` confines
+	// verification: "auto", "required" or "off" (see docs/sandbox.md).
+	Sandbox string `toml:"sandbox"`
 }
 
 // ExecutorConfig is the [executor] table.
@@ -33,6 +38,11 @@ type ExecutorConfig struct {
 	Command []string `toml:"command"`  // kind "command": the argv
 	Model   string   `toml:"model"`    // kinds "codex" and "claude": the model name
 	PassEnv []string `toml:"pass_env"` // variables passed on top of the core environment
+	// Kinds "codex" and "claude": the provider's endpoint ("" for OpenAI's
+	// or Anthropic's own API) and the variable holding its API key (""
+	// for DefaultCodexKeyEnv or DefaultClaudeKeyEnv).
+	BaseURL   string `toml:"base_url"`
+	APIKeyEnv string `toml:"api_key_env"`
 }
 
 // Defaults of Config (docs/loop.md explains the choices).
@@ -62,7 +72,7 @@ func DefaultConfig() Config {
 		IterationTimeoutSecs:     DefaultIterationTimeout,
 		ExecutorOutputLimitBytes: DefaultOutputLimitBytes,
 		GuardOutputLimitBytes:    DefaultOutputLimitBytes,
-		Guard:                    GuardConfig{Command: []string{"just", "ci"}},
+		Guard:                    GuardConfig{Command: []string{"just", "ci"}, Sandbox: string(sandbox.ModeAuto)},
 		Executor:                 ExecutorConfig{Kind: KindCommand},
 	}
 }
@@ -104,17 +114,27 @@ func (c Config) problems() []string {
 	if len(c.Guard.Command) == 0 || c.Guard.Command[0] == "" {
 		bad("guard.command", "must be a non-empty argv such as [\"just\", \"ci\"]")
 	}
+	if _, err := sandbox.ParseMode(c.Guard.Sandbox); err != nil {
+		bad("guard.sandbox", "%v", err)
+	}
 	switch c.Executor.Kind {
 	case KindCommand:
 		if len(c.Executor.Command) == 0 || c.Executor.Command[0] == "" {
 			bad("executor.command", "required when executor.kind is %q: the argv of the agent program (the prompt arrives on stdin)", KindCommand)
 		}
-		if c.Executor.Model != "" {
-			bad("executor.model", "only for executor.kind %q or %q", KindCodex, KindClaude)
+		for key, v := range map[string]string{"model": c.Executor.Model, "base_url": c.Executor.BaseURL, "api_key_env": c.Executor.APIKeyEnv} {
+			if v != "" {
+				bad("executor."+key, "only for executor.kind %q or %q", KindCodex, KindClaude)
+			}
 		}
 	case KindCodex, KindClaude:
 		if len(c.Executor.Command) > 0 {
 			bad("executor.command", "only for executor.kind %q; kind %q builds its own argv", KindCommand, c.Executor.Kind)
+		}
+		if c.Executor.Model == "" {
+			bad("executor.model", "required when executor.kind is %q: the model name the CLI is given", c.Executor.Kind)
+		} else if p := agentSettingsProblem(c.Executor); p != "" {
+			bad("executor", "%s", p)
 		}
 	default:
 		bad("executor.kind", "%q is not one of %q, %q, %q", c.Executor.Kind, KindCommand, KindCodex, KindClaude)
@@ -141,10 +161,15 @@ const configTemplate = `# factory loop configuration. Every key is optional; unk
 [guard]
 # command = ["just", "ci"]          # an argv, run without a shell in the repository root
 # pass_env = []                     # extra environment variables for the guard
+# sandbox = "auto"                  # "auto", "required" or "off": confine the guard (docs/sandbox.md)
 
 [executor]
 kind = "command"                    # "command", "codex" or "claude"
 # The agent program: it gets the prompt pack on stdin and in $FACTORY_LOOP_PROMPT_FILE.
 # command = ["my-agent", "--non-interactive"]
 # pass_env = []                     # extra environment variables (API keys) for the agent
+# For kind "codex" or "claude" (docs/loop.md):
+# model = "..."                     # required: the model name given to the CLI
+# base_url = ""                     # "": the provider's own API
+# api_key_env = ""                  # "": OPENAI_API_KEY (codex) or ANTHROPIC_API_KEY (claude)
 `

@@ -2,18 +2,27 @@ package loop
 
 import (
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
+
+	"github.com/factory-harness/factory/internal/agentcli"
+	"github.com/factory-harness/factory/internal/proc"
 )
 
 // Invocation is one fresh agent session: what every executor is told.
 type Invocation struct {
 	Root       string // the repository root, the session's working directory
-	PromptFile string // the prompt pack (also on stdin for the command executor)
-	RunID      string
-	Iteration  int
-	NodeID     string // the selected leaf; "" in REPAIR mode
-	Mode       string // ModeExecute or ModeRepair
-	Model      string // [executor] model, for the agent CLIs
+	PromptFile string // the prompt pack (also on stdin)
+	Prompt     []byte // the prompt pack's bytes
+	// Home is a private, empty directory outside the repository, created
+	// for this session and removed after it: the agent CLIs' HOME.
+	Home      string
+	RunID     string
+	Iteration int
+	NodeID    string // the selected leaf; "" in REPAIR mode
+	Mode      string // ModeExecute or ModeRepair
+	Model     string // [executor] model, for the agent CLIs
 }
 
 // FACTORY_LOOP_MODE values. The runner cannot know beforehand whether the
@@ -42,9 +51,17 @@ type Executor interface {
 	Command(inv Invocation) (Command, error)
 }
 
-// NewExecutor returns the executor of c.Kind. The codex and claude kinds are
-// accepted by the configuration; their argv/env builders plug in here.
-func NewExecutor(c ExecutorConfig) (Executor, error) {
+// Default [executor] api_key_env of the agent CLIs.
+const (
+	DefaultCodexKeyEnv  = "OPENAI_API_KEY"
+	DefaultClaudeKeyEnv = "ANTHROPIC_API_KEY"
+)
+
+// NewExecutor returns the executor of c.Kind. For the agent CLIs it finds
+// the binary (the install directory of scripts/install-agent-clis.sh, else
+// PATH) and checks that the API key variable is set in environ, so that a
+// misconfiguration is refused before any iteration starts.
+func NewExecutor(c ExecutorConfig, environ []string) (Executor, error) {
 	switch c.Kind {
 	case KindCommand:
 		if len(c.Command) == 0 {
@@ -52,7 +69,15 @@ func NewExecutor(c ExecutorConfig) (Executor, error) {
 		}
 		return commandExecutor{argv: c.Command}, nil
 	case KindCodex, KindClaude:
-		return nil, fmt.Errorf("executor kind %s is not available in this build yet", c.Kind)
+		bin, err := agentBinary(c.Kind, environ)
+		if err != nil {
+			return nil, err
+		}
+		e := agentExecutor{cfg: c, binary: bin, environ: environ, asRoot: os.Geteuid() == 0}
+		if _, err := e.build(Invocation{Model: c.Model, Home: probeHome, Prompt: []byte("probe")}); err != nil {
+			return nil, err
+		}
+		return e, nil
 	}
 	return nil, fmt.Errorf("unknown executor kind %q", c.Kind)
 }
@@ -62,6 +87,97 @@ type commandExecutor struct{ argv []string }
 
 func (e commandExecutor) Command(inv Invocation) (Command, error) {
 	return Command{Argv: e.argv, Stdin: inv.PromptFile}, nil
+}
+
+// agentExecutor runs Codex CLI or Claude Code with the invocation that
+// internal/agentcli builds: the CLI's own non-interactive argv, its exact
+// environment with the private home, the prompt pack on stdin.
+type agentExecutor struct {
+	cfg     ExecutorConfig
+	binary  string
+	environ []string
+	asRoot  bool
+}
+
+func (e agentExecutor) Command(inv Invocation) (Command, error) {
+	ai, err := e.build(inv)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{Argv: ai.Argv, Env: ai.Env, Stdin: inv.PromptFile}, nil
+}
+
+func (e agentExecutor) build(inv Invocation) (agentcli.Invocation, error) {
+	c := e.cfg
+	c.Model = inv.Model
+	return buildAgent(c, e.binary, inv.Home, inv.Prompt, e.environ, e.asRoot)
+}
+
+// probeHome stands for the private home when an invocation is built only to
+// check the settings.
+const probeHome = "/factory-loop-probe-home"
+
+// buildAgent builds the invocation of the agent CLI c.Kind.
+func buildAgent(c ExecutorConfig, binary, home string, prompt []byte, environ []string, asRoot bool) (agentcli.Invocation, error) {
+	if c.Kind == KindCodex {
+		return agentcli.Codex(agentcli.CodexConfig{
+			Binary: binary, Model: c.Model, BaseURL: c.BaseURL, APIKeyEnv: apiKeyEnv(c),
+			Home: home, Prompt: prompt, Environ: environ,
+		})
+	}
+	return agentcli.Claude(agentcli.ClaudeConfig{
+		Binary: binary, Model: c.Model, BaseURL: c.BaseURL, APIKeyEnv: apiKeyEnv(c),
+		Home: home, Prompt: prompt, Environ: environ, AsRoot: asRoot,
+	})
+}
+
+// agentSettingsProblem checks model, base_url and api_key_env of an agent
+// kind without looking at the environment: "" when they are usable.
+func agentSettingsProblem(c ExecutorConfig) string {
+	_, err := buildAgent(c, "", probeHome, []byte("probe"), []string{apiKeyEnv(c) + "=probe"}, false)
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// apiKeyEnv is [executor] api_key_env, or the kind's default.
+func apiKeyEnv(c ExecutorConfig) string {
+	switch {
+	case c.APIKeyEnv != "":
+		return c.APIKeyEnv
+	case c.Kind == KindCodex:
+		return DefaultCodexKeyEnv
+	}
+	return DefaultClaudeKeyEnv
+}
+
+// agentBinary finds the CLI name ("codex" or "claude"): the one
+// scripts/install-agent-clis.sh installed (in $FACTORY_AGENT_CLIS, else
+// ~/.cache/factory/agent-clis) when present, else name on PATH.
+func agentBinary(name string, environ []string) (string, error) {
+	dir := agentcli.InstallDir(func(k string) string { return getenv(environ, k) })
+	if dir != "" {
+		bin := agentcli.InstalledBinary(dir, name)
+		if _, err := os.Stat(bin); err == nil {
+			return bin, nil
+		}
+	}
+	if proc.Found(name) {
+		return name, nil
+	}
+	return "", fmt.Errorf("executor kind %s: %s is neither in the install directory %q nor on PATH: run scripts/install-agent-clis.sh (see docs/agent-clis.md)", name, name, dir)
+}
+
+// getenv returns the value of name in environ (the last one wins).
+func getenv(environ []string, name string) string {
+	value := ""
+	for _, kv := range environ {
+		if n, v, ok := strings.Cut(kv, "="); ok && n == name {
+			value = v
+		}
+	}
+	return value
 }
 
 // loopEnv is what every executor's process learns about its iteration.

@@ -2,12 +2,16 @@ package loop
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/factory-harness/factory/internal/loop/tree"
+	"github.com/factory-harness/factory/internal/proc"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -30,6 +34,12 @@ command = ["agent", "--yes"]
 pass_env = ["AGENT_TOKEN"]
 `, nil},
 		{"codex", "[executor]\nkind = \"codex\"\nmodel = \"gpt-5\"\n", nil},
+		{"claude with a gateway", "[guard]\nsandbox = \"required\"\n[executor]\nkind = \"claude\"\nmodel = \"m\"\nbase_url = \"https://gw.example.com\"\napi_key_env = \"GW_KEY\"\n", nil},
+		{"agent without a model", "[executor]\nkind = \"claude\"\n", []string{`executor.model: required when executor.kind is "claude": the model name the CLI is given`}},
+		{"agent settings", "[executor]\nkind = \"codex\"\nmodel = \"m\"\nbase_url = \"ftp://h/v1\"\n", []string{`executor: codex invocation: base URL "ftp://h/v1" is not an absolute http or https URL`}},
+		{"agent key variable", "[executor]\nkind = \"claude\"\nmodel = \"m\"\napi_key_env = \"MY-KEY\"\n", []string{`executor: claude invocation: API key variable "MY-KEY" is not a valid environment variable name`}},
+		{"agent keys for a command", "[executor]\ncommand = [\"a\"]\nbase_url = \"http://h\"\napi_key_env = \"K\"\n", []string{`executor.api_key_env: only for executor.kind "codex" or "claude"`, `executor.base_url: only for executor.kind "codex" or "claude"`}},
+		{"bad sandbox", "[guard]\nsandbox = \"maybe\"\n[executor]\ncommand = [\"a\"]\n", []string{`guard.sandbox: unknown sandbox mode "maybe": want "auto" (confine when the machine can, else warn), "required" (refuse to run unconfined) or "off" (no confinement)`}},
 		{"unknown keys", "max_iteration = 3\n[guard]\ncmd = [\"x\"]\n[executor]\ncommand = [\"a\"]\n", []string{"guard.cmd: unknown key", "max_iteration: unknown key"}},
 		{"out of range", "max_iterations = 0\n[executor]\ncommand = [\"a\"]\n", []string{"max_iterations: 0 is out of range [1, 100000]"}},
 		{"missing command", "", []string{`executor.command: required when executor.kind is "command": the argv of the agent program (the prompt arrives on stdin)`}},
@@ -47,7 +57,7 @@ pass_env = ["AGENT_TOKEN"]
 	}
 	c, _ := ParseConfig(nil)
 	if c.MaxAttemptsDefault != 3 || c.MaxIterations != 50 || c.IterationTimeoutSecs != 1800 || c.ExecutorOutputLimitBytes != 100000 ||
-		c.GuardOutputLimitBytes != 100000 || !slicesEqual(c.Guard.Command, []string{"just", "ci"}) || c.Executor.Kind != KindCommand {
+		c.GuardOutputLimitBytes != 100000 || !slicesEqual(c.Guard.Command, []string{"just", "ci"}) || c.Guard.Sandbox != "auto" || c.Executor.Kind != KindCommand {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -55,19 +65,78 @@ pass_env = ["AGENT_TOKEN"]
 func slicesEqual(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") }
 
 func TestNewExecutor(t *testing.T) {
-	for _, kind := range []string{KindCodex, KindClaude} {
-		_, err := NewExecutor(ExecutorConfig{Kind: kind})
-		if want := "executor kind " + kind + " is not available in this build yet"; err == nil || err.Error() != want {
-			t.Errorf("NewExecutor(%s) = %v, want %q", kind, err, want)
-		}
-	}
-	e, err := NewExecutor(ExecutorConfig{Kind: KindCommand, Command: []string{"agent", "-y"}})
+	e, err := NewExecutor(ExecutorConfig{Kind: KindCommand, Command: []string{"agent", "-y"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd, err := e.Command(Invocation{PromptFile: "/p/prompt.md"})
 	if err != nil || !slicesEqual(cmd.Argv, []string{"agent", "-y"}) || cmd.Stdin != "/p/prompt.md" {
 		t.Errorf("command executor = %+v, %v", cmd, err)
+	}
+
+	// The agent CLIs, "installed" as empty files where scripts/install-agent-clis.sh puts them.
+	dir := t.TempDir()
+	for _, name := range []string{"codex", "claude"} {
+		bin := filepath.Join(dir, "node_modules", ".bin", name)
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	environ := []string{"PATH=/usr/bin:/bin", "HOME=/home/user", "FACTORY_AGENT_CLIS=" + dir, "MY_KEY=sk-mine", "GH_TOKEN=ghp_secret"}
+	inv := Invocation{PromptFile: "/p/prompt.md", Prompt: []byte("Do it.\n"), Home: "/tmp/agent-home", Model: "m1"}
+	for _, tc := range []struct {
+		cfg     ExecutorConfig
+		argv    []string
+		env     []string // entries the environment must hold
+		wantErr string
+	}{
+		{cfg: ExecutorConfig{Kind: KindCodex, Model: "m1", BaseURL: "http://127.0.0.1:9/v1", APIKeyEnv: "MY_KEY"},
+			argv: []string{filepath.Join(dir, "node_modules/.bin/codex"), "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "-m", "m1",
+				"-c", "model_provider=factory", "-c", `model_providers.factory={name="factory",base_url="http://127.0.0.1:9/v1",env_key="MY_KEY",wire_api="responses"}`,
+				"-c", `shell_environment_policy.exclude=["MY_KEY"]`},
+			env: []string{"CODEX_HOME=/tmp/agent-home", "HOME=/tmp/agent-home", "MY_KEY=sk-mine"}},
+		{cfg: ExecutorConfig{Kind: KindClaude, Model: "m1", APIKeyEnv: "MY_KEY"},
+			argv: []string{filepath.Join(dir, "node_modules/.bin/claude"), "-p", "--dangerously-skip-permissions", "--model", "m1"},
+			env:  []string{"ANTHROPIC_API_KEY=sk-mine", "HOME=/tmp/agent-home", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}},
+		{cfg: ExecutorConfig{Kind: KindCodex, Model: "m1"}, wantErr: "codex invocation: API key variable OPENAI_API_KEY is not set or empty"},
+		{cfg: ExecutorConfig{Kind: KindClaude, Model: "m1"}, wantErr: "claude invocation: API key variable ANTHROPIC_API_KEY is not set or empty"},
+	} {
+		t.Run(tc.cfg.Kind+" "+tc.cfg.APIKeyEnv, func(t *testing.T) {
+			e, err := NewExecutor(tc.cfg, environ)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("NewExecutor = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd, err := e.Command(inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.argv, cmd.Argv); diff != "" {
+				t.Errorf("argv (-want +got):\n%s", diff)
+			}
+			for _, kv := range tc.env {
+				if !slices.Contains(cmd.Env, kv) {
+					t.Errorf("env lacks %s: %q", kv, cmd.Env)
+				}
+			}
+			if strings.Contains(strings.Join(cmd.Env, "\n"), "ghp_secret") || cmd.Stdin != "/p/prompt.md" {
+				t.Errorf("env %q, stdin %q: want no GH_TOKEN and the prompt file", cmd.Env, cmd.Stdin)
+			}
+		})
+	}
+	if !proc.Found("codex") {
+		_, err := NewExecutor(ExecutorConfig{Kind: KindCodex, Model: "m1"}, []string{"FACTORY_AGENT_CLIS=" + t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "codex is neither in the install directory") {
+			t.Errorf("NewExecutor without codex = %v", err)
+		}
 	}
 }
 

@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/loop/tree"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // Errors a caller maps to exit codes (besides ErrRefused).
@@ -45,13 +47,16 @@ type Options struct {
 
 // Runner runs iterations on one repository, holding its lock.
 type Runner struct {
-	repo   *gitws.Repo
-	lock   *gitws.Lock
-	cfg    Config
-	state  RunState
-	exec   Executor
-	opts   Options
-	events eventLog
+	repo  *gitws.Repo
+	lock  *gitws.Lock
+	cfg   Config
+	state RunState
+	exec  Executor
+	// guardBox confines the guard ([guard] sandbox); agents are not
+	// wrapped: the agent CLIs bring their own confinement.
+	guardBox *sandbox.Policy
+	opts     Options
+	events   eventLog
 	// OnCommit, if set, is called after each iteration commit.
 	OnCommit func(StepResult)
 }
@@ -87,22 +92,50 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 	if o.GuardOutputLimitBytes > 0 {
 		cfg.GuardOutputLimitBytes = o.GuardOutputLimitBytes
 	}
-	ex, err := NewExecutor(cfg.Executor)
+	ex, err := NewExecutor(cfg.Executor, o.Environ)
 	if err != nil {
 		return nil, refusef("%s: %v", ConfigPath, err)
+	}
+	box, err := prepareGuardSandbox(cfg.Guard, repo)
+	if err != nil {
+		return nil, err
 	}
 	lock, err := repo.Lock()
 	if err != nil {
 		return nil, refusef("%v", err)
 	}
-	r := &Runner{repo: repo, lock: lock, cfg: cfg, exec: ex, opts: o}
+	r := &Runner{repo: repo, lock: lock, cfg: cfg, exec: ex, guardBox: box, opts: o}
 	if err := r.preflight(ctx); err != nil {
 		lock.Unlock()
 		return nil, err
 	}
 	r.opts.Root = repo.Root
 	r.events = eventLog{path: abs(repo.Root, path.Join(IterationsDir, r.state.RunID, "events.jsonl")), runID: r.state.RunID, now: o.Now}
+	r.say("guard %s", box.Describe())
+	switch {
+	case box.Summary().Mode == sandbox.ModeOff:
+		r.say("warning: [guard] sandbox = \"off\": the guard runs with your full privileges (network, every file you can write)")
+	case box.Warning() != "":
+		r.say("%s", box.Warning())
+	}
 	return r, nil
+}
+
+// prepareGuardSandbox decides, once per process, how the guard is confined
+// as `factory run` confines verification: the work tree writable; the git
+// directories and the iteration logs read-only (the guard runs code the
+// agent wrote, which must not rewrite hooks or its own record). A machine
+// that cannot confine is refused in "required" mode.
+func prepareGuardSandbox(g GuardConfig, repo *gitws.Repo) (*sandbox.Policy, error) {
+	mode := sandbox.Mode(g.Sandbox) // checked with the rest of config.toml
+	box, err := sandbox.Prepare(sandbox.Request{
+		Mode: mode, WorkTree: repo.Root,
+		ReadOnly: []string{filepath.Join(repo.Root, ".git"), repo.GitDir, repo.CommonDir, abs(repo.Root, IterationsDir)},
+	})
+	if err != nil {
+		return nil, refusef("%s: [guard] sandbox = %q: %v", ConfigPath, mode, err)
+	}
+	return box, nil
 }
 
 // LoadConfig reads and checks .runner/config.toml (a missing file means

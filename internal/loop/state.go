@@ -13,6 +13,7 @@ import (
 	"github.com/factory-harness/factory/internal/artifact"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/loop/tree"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // RunState is .runner/run.json: the run id and the runner's bookkeeping,
@@ -174,6 +175,7 @@ type Meta struct {
 	GuardExit       *int             `json:"guard_exit_code"`
 	GuardError      string           `json:"guard_error"`
 	GuardSeconds    float64          `json:"guard_seconds"`
+	GuardSandbox    sandbox.Summary  `json:"guard_sandbox"` // how the guard is (or would be) confined
 	Changed         []string         `json:"changed_paths"`
 	Overwritten     []tree.Overwrite `json:"overwritten_fields"`
 	Problems        []string         `json:"tree_problems"`

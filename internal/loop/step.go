@@ -188,7 +188,7 @@ func (r *Runner) iterate(ctx context.Context, it *iteration) (StepResult, error)
 		res.Node, res.Path = it.sel.Node.ID, it.sel.PathString()
 		mode = ModeExecute
 	}
-	it.meta = Meta{RunID: r.state.RunID, Iteration: it.n, Mode: mode, Node: res.Node, Path: res.Path}
+	it.meta = Meta{RunID: r.state.RunID, Iteration: it.n, Mode: mode, Node: res.Node, Path: res.Path, GuardSandbox: r.guardBox.Summary()}
 
 	var err error
 	if it.baseline, err = r.repo.Snapshot(ctx); err != nil {
@@ -223,7 +223,7 @@ func (r *Runner) iterate(ctx context.Context, it *iteration) (StepResult, error)
 
 	budget := time.Duration(r.cfg.IterationTimeoutSecs) * time.Second
 	began := time.Now()
-	exec, err := r.runExecutor(ctx, it, promptFile, budget)
+	exec, err := r.runExecutor(ctx, it, promptFile, prompt, budget)
 	if err != nil {
 		return res, r.abort(it, err)
 	}
@@ -301,6 +301,10 @@ func (r *Runner) iterate(ctx context.Context, it *iteration) (StepResult, error)
 				if ctx.Err() != nil {
 					return res, r.interrupted(it)
 				}
+				// The guard runs the agent's code, which may rewrite the guard itself.
+				if err := r.restoreProtected(done, it); err != nil {
+					return res, r.abort(it, err)
+				}
 				pass = res.Guard == GuardPass
 				if !pass {
 					charge, res.Reason = it.sel.Node.ID, "the guard failed"
@@ -366,9 +370,19 @@ func (r *Runner) promptInput(it *iteration) promptInput {
 	return in
 }
 
-// runExecutor runs the agent session with the whole budget.
-func (r *Runner) runExecutor(ctx context.Context, it *iteration, promptFile string, budget time.Duration) (proc.Result, error) {
-	inv := Invocation{Root: r.repo.Root, PromptFile: promptFile, RunID: r.state.RunID, Iteration: it.n, NodeID: it.meta.Node, Mode: it.meta.Mode, Model: r.cfg.Executor.Model}
+// runExecutor runs the agent session with the whole budget, and a private
+// home outside the repository that is removed after it.
+func (r *Runner) runExecutor(ctx context.Context, it *iteration, promptFile string, prompt []byte, budget time.Duration) (proc.Result, error) {
+	home, err := os.MkdirTemp("", "factory-loop-home-")
+	if err != nil {
+		return proc.Result{}, fmt.Errorf("create the agent's private home: %w", err)
+	}
+	defer func() {
+		if err := os.RemoveAll(home); err != nil {
+			r.say("warning: remove the agent's private home: %v", err)
+		}
+	}()
+	inv := Invocation{Root: r.repo.Root, PromptFile: promptFile, Prompt: prompt, Home: home, RunID: r.state.RunID, Iteration: it.n, NodeID: it.meta.Node, Mode: it.meta.Mode, Model: r.cfg.Executor.Model}
 	cmd, err := r.exec.Command(inv)
 	if err != nil {
 		return proc.Result{}, fmt.Errorf("build the executor command: %w", err)
@@ -410,7 +424,7 @@ func (r *Runner) runGuard(ctx context.Context, it *iteration, left time.Duration
 	env, _ := proc.EnvPolicy{Pass: r.cfg.Guard.PassEnv}.Environ(r.opts.Environ)
 	res := proc.Run(ctx, proc.Spec{
 		Argv: r.cfg.Guard.Command, Dir: r.repo.Root, Timeout: left, Stdout: logFile, Stderr: logFile, Env: env,
-		MaxOutputBytes: r.cfg.GuardOutputLimitBytes, TermGrace: killGrace,
+		MaxOutputBytes: r.cfg.GuardOutputLimitBytes, TermGrace: killGrace, Sandbox: r.guardBox,
 	})
 	code := res.ExitCode
 	it.meta.GuardExit, it.meta.GuardError, it.meta.GuardSeconds = &code, res.Err, res.Duration.Seconds()

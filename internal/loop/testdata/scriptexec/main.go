@@ -2,8 +2,6 @@
 //
 //	scriptexec SCRIPT     act as the executor: run the actions SCRIPT lists
 //	                      for $FACTORY_LOOP_ITERATION, in the current directory
-//	scriptexec guard      act as the guard: fail if a file outside .git and
-//	                      .runner contains the word FAIL
 //
 // SCRIPT is JSON: {"<iteration>": [action, ...], ...}. Actions:
 //
@@ -23,12 +21,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -48,11 +44,7 @@ const treePath = ".runner/tree.json"
 
 func main() {
 	if len(os.Args) != 2 {
-		fail("usage: scriptexec SCRIPT | scriptexec guard")
-	}
-	if os.Args[1] == "guard" {
-		guard()
-		return
+		fail("usage: scriptexec SCRIPT")
 	}
 	fmt.Printf("mode=%s node=%s iteration=%s run=%s prompt=%t\n", os.Getenv("FACTORY_LOOP_MODE"), os.Getenv("FACTORY_LOOP_NODE_ID"),
 		os.Getenv("FACTORY_LOOP_ITERATION"), os.Getenv("FACTORY_LOOP_RUN_ID"), os.Getenv("FACTORY_LOOP_PROMPT_FILE") != "")
@@ -146,27 +138,6 @@ func find(n map[string]any, id string, edit func(map[string]any)) bool {
 		}
 	}
 	return false
-}
-
-func guard() {
-	bad := ""
-	filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".runner") {
-			return filepath.SkipDir
-		}
-		if data, err := os.ReadFile(p); err == nil && !d.IsDir() && strings.Contains(string(data), "FAIL") {
-			bad = p
-		}
-		return nil
-	})
-	if bad != "" {
-		fmt.Printf("guard: %s contains FAIL\n", bad)
-		os.Exit(1)
-	}
-	fmt.Println("guard: ok")
 }
 
 func run(argv ...string) {
