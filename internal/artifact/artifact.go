@@ -16,7 +16,38 @@ import (
 // WriteFileAtomic replaces path with data so that a reader sees either the
 // old or the new content, never a mix: temp file in the same directory,
 // fsync, rename, fsync of the directory.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	if err := replaceFile(path, data, perm); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// File is one file for WriteFilesAtomic: a name inside the directory and
+// its content.
+type File struct {
+	Name string
+	Data []byte
+	Perm fs.FileMode
+}
+
+// WriteFilesAtomic writes files into dir as WriteFileAtomic would, one after
+// the other (each via its own fsynced temp file and rename), but fsyncs dir
+// once at the end instead of after every rename: when it returns nil every
+// file is durable with its new content. A failure leaves the files already
+// renamed in place (each is whole) and none of its temp files.
+func WriteFilesAtomic(dir string, files []File) error {
+	for _, f := range files {
+		if err := replaceFile(filepath.Join(dir, f.Name), f.Data, f.Perm); err != nil {
+			return err
+		}
+	}
+	return SyncDir(dir)
+}
+
+// replaceFile writes data to a temp file next to path, fsyncs it and
+// renames it over path.
+func replaceFile(path string, data []byte, perm fs.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, ".factory-tmp-*")
 	if err != nil {
@@ -43,7 +74,7 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("rename into %s: %w", path, err)
 	}
-	return SyncDir(dir)
+	return nil
 }
 
 // SyncDir fsyncs a directory so a rename or create in it is durable.
@@ -70,6 +101,15 @@ func MarshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// JSONFile is v as MarshalJSON encodes it, named name, for WriteFilesAtomic.
+func JSONFile(name string, v any) (File, error) {
+	b, err := MarshalJSON(v)
+	if err != nil {
+		return File{}, fmt.Errorf("encode %s: %w", name, err)
+	}
+	return File{Name: name, Data: b, Perm: 0o644}, nil
 }
 
 // WriteJSON atomically writes v as MarshalJSON to path.

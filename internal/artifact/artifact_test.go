@@ -57,3 +57,36 @@ func TestMarshalJSONIsStable(t *testing.T) {
 		t.Errorf("got %q, want %q", b, want)
 	}
 }
+
+func TestWriteFilesAtomic(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.json"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err := JSONFile("b.json", map[string]int{"n": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []File{{Name: "a.json", Data: []byte("new"), Perm: 0o644}, j}
+	if err := WriteFilesAtomic(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a.json": "new", "b.json": "{\n  \"n\": 1\n}\n"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		info, _ := os.Stat(filepath.Join(dir, name))
+		if err != nil || string(data) != want || info.Mode().Perm() != 0o644 {
+			t.Errorf("%s: %q %v, want %q 0644", name, data, err, want)
+		}
+	}
+	// A failure stops at the bad file and leaves no temp file behind.
+	bad := []File{{Name: "c.txt", Data: []byte("c"), Perm: 0o644}, {Name: "missing/d.txt", Data: []byte("d"), Perm: 0o644}}
+	if err := WriteFilesAtomic(dir, bad); err == nil {
+		t.Error("write into a missing directory succeeded")
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".factory-tmp-") {
+			t.Errorf("temp file left behind: %s", e.Name())
+		}
+	}
+}

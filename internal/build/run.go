@@ -289,15 +289,20 @@ func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factor
 	if err != nil {
 		return "", fmt.Errorf("commit %s: %w", wo.ID, err)
 	}
-	rep, err := b.repo.Rollback(ctx, res.Baseline.Rebased(commit))
+	// Usually the commands left only untracked or ignored files: Tidy then
+	// removes them from one listing and the tree is clean by construction;
+	// otherwise it rolls back to the commit and Dirty checks the result.
+	rep, clean, err := b.repo.Tidy(ctx, res.Baseline.Rebased(commit))
 	if err != nil {
 		return commit, fmt.Errorf("clean up after %s: %w", wo.ID, err)
 	}
 	if len(rep.Removed) > 0 {
 		b.progress("%s: removed what the commands left behind: %s", wo.ID, strings.Join(first(rep.Removed, 5), ", "))
 	}
-	if dirty, err := b.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
-		return commit, fmt.Errorf("after committing %s the tree is not clean: %v %s", wo.ID, err, strings.Join(first(dirty, 5), ", "))
+	if !clean {
+		if dirty, err := b.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
+			return commit, fmt.Errorf("after committing %s the tree is not clean: %v %s", wo.ID, err, strings.Join(first(dirty, 5), ", "))
+		}
 	}
 	// Until here a crash left the journal, and the next build undid the
 	// attempt (and the commit) and ran the work order again.

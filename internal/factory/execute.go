@@ -284,33 +284,41 @@ func (r *Run) after(ctx context.Context, node string, s *state) error {
 // as the node finishes, so an interrupted run still leaves its trail.
 func (r *Run) persist(_ context.Context, node string, s *state) error {
 	a := s.cur
-	write := func(name string, v any) error { return artifact.WriteJSON(filepath.Join(a.dir, name), v) }
+	// A node's files are written together, each durably, with one fsync of
+	// the attempt directory at the end.
+	var files []artifact.File
+	var encErr error
+	add := func(name string, v any) {
+		f, err := artifact.JSONFile(name, v)
+		encErr = errors.Join(encErr, err)
+		files = append(files, f)
+	}
 	switch node {
 	case nodeSE:
 		if a.response != nil {
-			if err := artifact.WriteFileAtomic(filepath.Join(a.dir, "llm_response_raw.txt"), []byte(a.response.Content), 0o644); err != nil {
-				return err
-			}
-			if err := write("llm_response.json", a.response); err != nil {
-				return err
-			}
+			files = append(files, artifact.File{Name: "llm_response_raw.txt", Data: []byte(a.response.Content), Perm: 0o644})
+			add("llm_response.json", a.response)
 		}
 		if a.proposal != nil {
-			return write("proposed_writes.json", a.proposal)
+			add("proposed_writes.json", a.proposal)
 		}
 	case nodeTR:
-		return write("write_result.json", a.write)
+		add("write_result.json", a.write)
 	case nodePO:
-		if err := write("verify_result.json", nonNil(a.verify)); err != nil {
-			return err
-		}
-		return write("acceptance_result.json", nonNil(a.accept))
+		add("verify_result.json", nonNil(a.verify))
+		add("acceptance_result.json", nonNil(a.accept))
 	case nodeFinalize:
 		if a.brief != nil {
-			return write("failure_brief.json", a.brief)
+			add("failure_brief.json", a.brief)
 		}
 	}
-	return nil
+	if encErr != nil {
+		return encErr
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	return artifact.WriteFilesAtomic(a.dir, files)
 }
 
 func nonNil[T any](s []T) []T {

@@ -145,7 +145,8 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 	if err := checkNoJournal(repo); err != nil {
 		return nil, err
 	}
-	if _, err := repo.Head(ctx); err != nil {
+	head, err := repo.Head(ctx)
+	if err != nil {
 		if errors.Is(err, gitws.ErrNoCommits) {
 			return nil, preflightf("repository %s has no commits; make an initial commit first", repo.Root)
 		}
@@ -171,7 +172,7 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
 			repo.Root, summarize(dirty, 5))
 	}
-	if r.baseline, err = repo.Snapshot(ctx); err != nil {
+	if r.baseline, err = repo.SnapshotAt(ctx, head); err != nil {
 		return nil, preflightf("repository %s: %v", repo.Root, err)
 	}
 	if err := checkOutput("--out", opts.Out, repo, true); err != nil {

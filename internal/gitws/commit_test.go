@@ -98,3 +98,87 @@ func TestInitWithoutIdentity(t *testing.T) {
 		t.Errorf("author = %q", who)
 	}
 }
+
+// Tidy after a commit: leftovers that are only untracked or ignored files go
+// from one listing and the tree is then clean by construction; a change to
+// a tracked file, or a mode to restore, takes the full path (clean false),
+// and either way the tree ends at the commit with the baseline's ignored
+// files and modes.
+func TestTidy(t *testing.T) {
+	cases := []struct {
+		name      string
+		leave     func(t *testing.T, root string)
+		wantClean bool
+		removed   []string
+	}{
+		{"nothing left", func(*testing.T, string) {}, true, nil},
+		{"untracked and new ignored files", func(t *testing.T, root string) {
+			writeFile(t, root, "src/__pycache__/app.cpython-311.pyc", "x")
+			writeFile(t, root, "new/deep/file.txt", "x")
+			writeFile(t, root, "logs/run.log", "x")
+		}, true, []string{"logs/run.log", "new/deep/file.txt", "src/__pycache__/app.cpython-311.pyc"}},
+		{"a nested repository", func(t *testing.T, root string) {
+			git(t, root, "init", "-q", "scratch")
+		}, true, []string{"scratch/"}},
+		{"a tracked file changed", func(t *testing.T, root string) {
+			writeFile(t, root, "README.md", "changed\n")
+			writeFile(t, root, "junk.txt", "x")
+		}, false, []string{"junk.txt"}},
+		{"a tracked file staged", func(t *testing.T, root string) {
+			writeFile(t, root, "src/app.py", "staged\n")
+			git(t, root, "add", "src/app.py")
+		}, false, nil},
+		{"a mode changed", func(t *testing.T, root string) {
+			chmod(t, root, "src/pkg/util.py", 0o600)
+		}, false, nil},
+		{"a directory locked", func(t *testing.T, root string) {
+			writeFile(t, root, "locked/in/x.txt", "x")
+			chmod(t, root, "locked/in", 0)
+			chmod(t, root, "locked", 0)
+		}, true, []string{"locked/in/x.txt"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			b, err := f.repo.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, f.root, "src/app.py", "print('v2')\n")
+			commit, err := f.repo.CommitPaths(ctx, []string{"src/app.py"}, "wo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := snapshotTree(t, f.root)
+			tc.leave(t, f.root)
+			rep, clean, err := f.repo.Tidy(ctx, b.Rebased(commit))
+			if err != nil {
+				t.Fatalf("Tidy: %v", err)
+			}
+			if clean != tc.wantClean {
+				t.Errorf("clean = %v, want %v", clean, tc.wantClean)
+			}
+			if !slices.Equal(rep.Removed, tc.removed) {
+				t.Errorf("Removed = %q, want %q", rep.Removed, tc.removed)
+			}
+			if dirty, err := f.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
+				t.Errorf("Dirty after Tidy = %q, %v", dirty, err)
+			}
+			if d := diffTrees(want, snapshotTree(t, f.root)); d != "" {
+				t.Errorf("tree differs from the commit:\n%s", d)
+			}
+			if head, _ := f.repo.Head(ctx); head != commit {
+				t.Errorf("HEAD = %s, want %s", head, commit)
+			}
+		})
+	}
+	f := newFixture(t)
+	b, err := f.repo.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.repo.Tidy(context.Background(), b); err == nil {
+		t.Error("Tidy with a full baseline succeeded; it is only for Rebased ones")
+	}
+}

@@ -294,6 +294,32 @@ func (r *Repo) Snapshot(ctx context.Context) (Baseline, error) {
 	if err != nil {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
+	return r.SnapshotAt(ctx, head)
+}
+
+// SnapshotAt is Snapshot for a caller that has just read HEAD (head, as
+// Head returned it) and holds the repository lock, so that HEAD cannot
+// have moved since: it saves one git process.
+func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
+	if !isHexHash(head) {
+		return Baseline{}, fmt.Errorf("snapshot %s: HEAD %q is not a full hex object id", r.Root, head)
+	}
+	// The walk of the work tree (an lstat of every file) needs no git: it
+	// runs while git lists the ignored files and the refs, which only read.
+	var empty []string
+	modes := map[string]fs.FileMode{}
+	scanned := make(chan error, 1)
+	go func() { scanned <- scanTree(r.Root, ".", &empty, modes) }()
+	wait := func() error {
+		err := <-scanned
+		scanned = nil
+		return err
+	}
+	defer func() {
+		if scanned != nil {
+			<-scanned // never leave the walk running behind an error
+		}
+	}()
 	// Without --directory, files inside ignored directories are listed one by one.
 	out, err := r.query(ctx, "ls-files", "-z", "--others", "--ignored", "--exclude-standard")
 	if err != nil {
@@ -301,16 +327,14 @@ func (r *Repo) Snapshot(ctx context.Context) (Baseline, error) {
 	}
 	ignored := splitNUL(out)
 	slices.Sort(ignored)
-	var empty []string
-	modes := map[string]fs.FileMode{}
-	if err := scanTree(r.Root, ".", &empty, modes); err != nil {
-		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
-	}
-	slices.Sort(empty)
 	st := &baselineState{}
 	if st.refs, st.headRef, err = r.listRefs(ctx); err != nil {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
+	if err := wait(); err != nil {
+		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
+	}
+	slices.Sort(empty)
 	if st.meta, err = snapshotMeta(r.metaSpots(st.headRef)); err != nil {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
@@ -463,8 +487,25 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	if err != nil {
 		return fail(fmt.Errorf("list untracked files: %w", err))
 	}
+	errs = append(errs, r.removeUntracked(ctx, b, splitNUL(out), &rep)...)
+	if st != nil {
+		errs = append(errs, r.restoreIgnored(st, &rep)...)
+	}
+	_, modeErrs := r.restoreModes(b)
+	errs = append(errs, modeErrs...)
+	if len(errs) > 0 {
+		return fail(errors.Join(errs...))
+	}
+	return rep, nil
+}
+
+// removeUntracked deletes the untracked paths (as git lists them: files,
+// symlinks, nested repositories as "dir/") that b does not keep, reports
+// them in rep.Removed, then removes the directories that left empty.
+func (r *Repo) removeUntracked(ctx context.Context, b Baseline, untracked []string, rep *RollbackReport) []error {
+	var errs []error
 	var removed []string
-	for _, p := range splitNUL(out) {
+	for _, p := range untracked {
 		if b.keeps(p) || inDotGit(p) {
 			continue
 		}
@@ -489,14 +530,53 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	if err := r.pruneEmptyDirs(ctx, b, removed); err != nil {
 		errs = append(errs, err)
 	}
-	if st != nil {
-		errs = append(errs, r.restoreIgnored(st, &rep)...)
+	return errs
+}
+
+// Tidy removes, after a commit, what the commands left that is neither
+// committed nor kept by b (see Baseline.Rebased), and reports whether the
+// tree is now provably clean (Dirty would be empty).
+//
+// One `git status --ignored` lists every change. When it shows only
+// untracked and ignored files — the usual leftovers of verification, such
+// as __pycache__/ — Tidy removes those b does not keep (as Rollback does),
+// and gives files and directories their baseline modes back. The tree is
+// then clean by construction, unless a mode had to be restored on a file
+// (git may see an executable bit), and clean is true only when none was.
+// When the listing shows any change to tracked files or the index, Tidy
+// does a full Rollback to b.Commit instead, and clean is false: check with
+// Dirty.
+func (r *Repo) Tidy(ctx context.Context, b Baseline) (rep RollbackReport, clean bool, err error) {
+	if b.state != nil {
+		return rep, false, errors.New("tidy: only for a Baseline without git metadata (see Rebased)")
 	}
-	errs = append(errs, r.restoreModes(b)...)
+	defer rep.sort()
+	fail := func(err error) (RollbackReport, bool, error) {
+		return rep, false, fmt.Errorf("clean up at %s: %w", b.Commit, err)
+	}
+	errs := r.unlockDirs(".", b)
+	out, err := r.query(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored",
+		"--ignore-submodules=none", "--no-renames")
+	if err != nil {
+		return fail(fmt.Errorf("git status: %w", err))
+	}
+	var untracked []string
+	for _, line := range splitNUL(out) {
+		code, p, ok := strings.Cut(line, " ")
+		if !ok || (code != "??" && code != "!!") || p == "" {
+			// A tracked file or the index changed: only a reset restores that.
+			rep, err := r.Rollback(ctx, b)
+			return rep, false, err
+		}
+		untracked = append(untracked, p)
+	}
+	errs = append(errs, r.removeUntracked(ctx, b, untracked, &rep)...)
+	fixed, modeErrs := r.restoreModes(b)
+	errs = append(errs, modeErrs...)
 	if len(errs) > 0 {
 		return fail(errors.Join(errs...))
 	}
-	return rep, nil
+	return rep, fixed == 0, nil
 }
 
 // unlockDirs gives the owner full access (u+rwx) to every directory at or
@@ -542,14 +622,14 @@ func (r *Repo) unlockDirs(rel string, b Baseline) []error {
 // directory of b.Modes gets its baseline permission bits back (git rewrites
 // files with default modes; commands run chmod), and directories that were
 // not there at baseline and are now empty are removed (a command's mkdir;
-// git does not list empty directories). Directories are handled last,
+// git does not list empty directories). It returns how many files' modes it
+// changed. Directories are handled last,
 // deepest first, so each stays accessible while its content is fixed. A
 // Baseline without Modes (built by hand) leaves everything as it is.
-func (r *Repo) restoreModes(b Baseline) []error {
+func (r *Repo) restoreModes(b Baseline) (files int, errs []error) {
 	if b.Modes == nil {
-		return nil
+		return 0, nil
 	}
-	var errs []error
 	var dirs []string
 	var walk func(rel string)
 	walk = func(rel string) {
@@ -574,6 +654,7 @@ func (r *Repo) restoreModes(b Baseline) []error {
 			}
 			want, ok := b.Modes[p]
 			if info, err := e.Info(); ok && err == nil && permBits(info.Mode()) != want {
+				files++
 				if err := os.Chmod(r.abs(p), want); err != nil {
 					errs = append(errs, fmt.Errorf("restore mode of %s: %w", p, err))
 				}
@@ -596,7 +677,7 @@ func (r *Repo) restoreModes(b Baseline) []error {
 			}
 		}
 	}
-	return errs
+	return files, errs
 }
 
 // isNotEmpty reports whether err says a directory still has entries.
@@ -712,7 +793,7 @@ func (r *Repo) TreeHash(ctx context.Context) (string, error) {
 	// A copy of the user's index carries stat data, so `add -A` rehashes only
 	// changed files instead of every tracked one (2x faster at 10,000 files).
 	// Without a usable copy, start from HEAD's tree: same result, slower.
-	if err := r.copyIndex(ctx, index); err != nil {
+	if err := r.copyIndex(index); err != nil {
 		steps = append([][]string{{"read-tree", "HEAD"}}, steps...)
 	}
 	var out []byte
@@ -727,12 +808,17 @@ func (r *Repo) TreeHash(ctx context.Context) (string, error) {
 
 // copyIndex copies the repository's index file to dst, refusing a split
 // index, whose shared part would not be found next to the copy.
-func (r *Repo) copyIndex(ctx context.Context, dst string) error {
+func (r *Repo) copyIndex(dst string) error {
 	data, err := os.ReadFile(filepath.Join(r.GitDir, "index"))
 	if err != nil {
 		return err
 	}
-	if split, _ := r.query(ctx, "config", "--type=bool", "core.splitIndex"); strings.TrimSpace(string(split)) == "true" {
+	// A split index keeps most entries in <git dir>/sharedindex.<hash>, which
+	// must exist for git to read it: without such a file the index is whole.
+	// (Looking at files instead of asking `git config core.splitIndex` saves a
+	// process, and also catches an index split by `update-index
+	// --split-index` while the setting is off.)
+	if shared, err := filepath.Glob(filepath.Join(r.GitDir, "sharedindex.*")); err != nil || len(shared) > 0 {
 		return errors.New("split index")
 	}
 	return os.WriteFile(dst, data, 0o600)

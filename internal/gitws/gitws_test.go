@@ -877,3 +877,34 @@ func TestFiles(t *testing.T) {
 		t.Errorf("Files = %v, want %s", got, want)
 	}
 }
+
+// A split index (its entries in .git/sharedindex.*) cannot be copied alone:
+// TreeHash notices it from the files, whether or not core.splitIndex says
+// so, and hashes from HEAD's tree instead.
+func TestTreeHashSplitIndex(t *testing.T) {
+	for _, viaConfig := range []bool{false, true} {
+		t.Run(fmt.Sprintf("config=%v", viaConfig), func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if viaConfig {
+				git(t, f.root, "config", "core.splitIndex", "true")
+				git(t, f.root, "update-index", "--force-write-index")
+			} else {
+				git(t, f.root, "update-index", "--split-index")
+			}
+			if shared, _ := filepath.Glob(filepath.Join(f.root, ".git", "sharedindex.*")); len(shared) == 0 {
+				t.Fatal("git made no shared index")
+			}
+			writeFile(t, f.root, "src/app.py", "changed\n")
+			writeFile(t, f.root, "new/file.txt", "new\n")
+			h, err := f.repo.TreeHash(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			git(t, f.root, "add", "-A")
+			if want := git(t, f.root, "write-tree"); h != want {
+				t.Errorf("TreeHash = %s, want %s", h, want)
+			}
+		})
+	}
+}

@@ -48,7 +48,13 @@ func (r *Repo) WriteJournal(v any) error {
 	if err := os.MkdirAll(filepath.Dir(r.JournalPath()), 0o755); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
-	if err := artifact.WriteJSON(r.JournalPath(), v); err != nil {
+	// Compact, not indented like the artifacts: it holds the mode of every
+	// file, and nobody reads it but ReadJournal.
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	if err := artifact.WriteFileAtomic(r.JournalPath(), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil
