@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
@@ -310,7 +309,7 @@ func (b *builder) checkClean(ctx context.Context) error {
 	}
 	if len(dirty) > 0 {
 		return refusef("repository %s has uncommitted changes (commit or stash them first; the build rolls back with git and must not touch your work): %s",
-			b.repo.Root, strings.Join(first(dirty, 5), ", "))
+			b.repo.Root, factory.Summarize(dirty, 5))
 	}
 	return nil
 }
@@ -375,13 +374,6 @@ func absOrSame(p string) string {
 		return a
 	}
 	return p
-}
-
-func first(items []string, n int) []string {
-	if len(items) > n {
-		return append(items[:n:n], fmt.Sprintf("and %d more", len(items)-n))
-	}
-	return items
 }
 
 // event appends one line to events.jsonl; the log is best effort.

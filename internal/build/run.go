@@ -262,7 +262,7 @@ func (b *builder) runOne(ctx context.Context, i int) error {
 		line.Outcome, line.Stage, line.BriefPath = OutcomeFailed, res.Stage, res.BriefPath
 		b.sum.Failed = wo.ID
 		b.progress("%s: FAIL at %s after %d attempt(s); the repository is back at %s; failure brief: %s",
-			wo.ID, res.Stage, res.Attempts, short(res.Baseline.Commit), res.BriefPath)
+			wo.ID, res.Stage, res.Attempts, gitws.ShortHash(res.Baseline.Commit), res.BriefPath)
 		b.event(map[string]any{"event": "wo_end", "wo": wo.ID, "verdict": res.Verdict, "stage": res.Stage})
 		return errWorkOrderFailed
 	}
@@ -273,7 +273,7 @@ func (b *builder) runOne(ctx context.Context, i int) error {
 		return err
 	}
 	line.Outcome, line.Commit = OutcomePassed, commit
-	b.progress("%s: PASS, committed %s (%s)", wo.ID, short(commit), strings.Join(res.Touched, ", "))
+	b.progress("%s: PASS, committed %s (%s)", wo.ID, gitws.ShortHash(commit), strings.Join(res.Touched, ", "))
 	b.event(map[string]any{"event": "wo_end", "wo": wo.ID, "verdict": res.Verdict, "commit": commit})
 	return nil
 }
@@ -297,11 +297,11 @@ func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factor
 		return commit, fmt.Errorf("clean up after %s: %w", wo.ID, err)
 	}
 	if len(rep.Removed) > 0 {
-		b.progress("%s: removed what the commands left behind: %s", wo.ID, strings.Join(first(rep.Removed, 5), ", "))
+		b.progress("%s: removed what the commands left behind: %s", wo.ID, factory.Summarize(rep.Removed, 5))
 	}
 	if !clean {
 		if dirty, err := b.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
-			return commit, fmt.Errorf("after committing %s the tree is not clean: %v %s", wo.ID, err, strings.Join(first(dirty, 5), ", "))
+			return commit, fmt.Errorf("after committing %s the tree is not clean: %v %s", wo.ID, err, factory.Summarize(dirty, 5))
 		}
 	}
 	// Until here a crash left the journal, and the next build undid the
@@ -326,11 +326,4 @@ func (i indented) Write(p []byte) (int, error) {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/factory-harness/factory/internal/build"
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
 )
@@ -235,7 +236,7 @@ func workOrderLine(w build.WorkOrder) string {
 	fmt.Fprintf(&sb, "%-6s %-8s", w.ID, w.Outcome)
 	switch w.Outcome {
 	case build.OutcomePassed:
-		fmt.Fprintf(&sb, " %s", shortCommit(w.Commit))
+		fmt.Fprintf(&sb, " %s", gitws.ShortHash(w.Commit))
 	case build.OutcomeFailed:
 		if w.Stage != "" {
 			fmt.Fprintf(&sb, " %s", w.Stage)
@@ -246,11 +247,4 @@ func workOrderLine(w build.WorkOrder) string {
 		fmt.Fprintf(&sb, "\n         failure brief: %s", w.BriefPath)
 	}
 	return sb.String()
-}
-
-func shortCommit(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

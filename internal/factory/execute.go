@@ -398,10 +398,10 @@ func (r *Run) rollback(ctx context.Context, a *attempt) (RollbackRecord, error) 
 	rec.RemovedFiles = sortedCopy(append(rec.RemovedFiles, a.metaRestored.Removed...))
 	rec.RestoredFiles = sortedCopy(append(rec.RestoredFiles, a.metaRestored.Restored...))
 	if len(rec.UnrestoredFiles) > 0 {
-		r.progress("warning: a command changed ignored files that existed before the run and could not be restored: %s", summarize(rec.UnrestoredFiles, 5))
+		r.progress("warning: a command changed ignored files that existed before the run and could not be restored: %s", Summarize(rec.UnrestoredFiles, 5))
 	}
 	if len(rec.NewRefs) > 0 {
-		r.progress("note: a command created git refs, left in place: %s", summarize(rec.NewRefs, 5))
+		r.progress("note: a command created git refs, left in place: %s", Summarize(rec.NewRefs, 5))
 	}
 	return rec, nil
 }

@@ -158,11 +158,11 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 	}
 	if len(submodules) > 0 {
 		return nil, preflightf("repository %s has submodules (%s); factory refuses them: a submodule is a separate repository that commands could change and a rollback of this one would not restore",
-			repo.Root, summarize(submodules, 5))
+			repo.Root, Summarize(submodules, 5))
 	}
 	if len(hidden) > 0 {
 		return nil, preflightf("repository %s has files marked skip-worktree or assume-unchanged (a sparse checkout?), which git's reset cannot restore, so a rollback could not be exact: %s",
-			repo.Root, summarize(hidden, 5))
+			repo.Root, Summarize(hidden, 5))
 	}
 	dirty, err := repo.Dirty(ctx)
 	if err != nil {
@@ -170,7 +170,7 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 	}
 	if len(dirty) > 0 {
 		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
-			repo.Root, summarize(dirty, 5))
+			repo.Root, Summarize(dirty, 5))
 	}
 	if r.baseline, err = repo.SnapshotAt(ctx, head); err != nil {
 		return nil, preflightf("repository %s: %v", repo.Root, err)
@@ -209,7 +209,9 @@ func prepareSandbox(opts Options, repo *gitws.Repo) (*sandbox.Policy, error) {
 	return p, nil
 }
 
-func summarize(items []string, n int) string {
+// Summarize lists the first n items and how many more there are, for
+// messages: "a, b, c, and 4 more".
+func Summarize(items []string, n int) string {
 	if len(items) <= n {
 		return strings.Join(items, ", ")
 	}

@@ -153,8 +153,8 @@ func (r *Run) checkMeta(a *attempt, name string, argv []string) error {
 	cmd := quoteArgv(argv)
 	a.brief = newBrief(StageGitMetadataChanged, &cmd, nil, fmt.Sprintf(
 		"%s changed git metadata, which commands must never touch: %s. It was restored; the attempt fails and is not retried.",
-		truncateChars(cmd, 300), summarize(changed, 10)))
-	r.progress("attempt %d/%d: po: %s changed git metadata (%s); restored", a.index, r.opts.MaxAttempts, name, summarize(changed, 5))
+		truncateChars(cmd, 300), Summarize(changed, 10)))
+	r.progress("attempt %d/%d: po: %s changed git metadata (%s); restored", a.index, r.opts.MaxAttempts, name, Summarize(changed, 5))
 	return nil
 }
 

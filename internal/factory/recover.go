@@ -91,14 +91,7 @@ func RecoverHeld(ctx context.Context, repo *gitws.Repo, progress io.Writer) (Rec
 	if res.Rollback, err = rollbackTo(ctx, repo, j.Baseline, j.Undo); err != nil {
 		return res, err
 	}
-	say("recover: restored %s to %s (removed %d, restored %d, could not restore %d)", repo.Root, shortHash(j.Baseline.Commit),
+	say("recover: restored %s to %s (removed %d, restored %d, could not restore %d)", repo.Root, gitws.ShortHash(j.Baseline.Commit),
 		len(res.Rollback.RemovedFiles), len(res.Rollback.RestoredFiles), len(res.Rollback.UnrestoredFiles))
 	return res, nil
-}
-
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

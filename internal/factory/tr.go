@@ -25,7 +25,7 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 	fail := func(stage string, problems []string) error {
 		res.Errors = problems
 		a.brief = newBrief(stage, nil, nil, strings.Join(problems, "\n"))
-		r.progress("attempt %d/%d: tr: refused (%s): %s", a.index, r.opts.MaxAttempts, stage, summarize(problems, 3))
+		r.progress("attempt %d/%d: tr: refused (%s): %s", a.index, r.opts.MaxAttempts, stage, Summarize(problems, 3))
 		return nil
 	}
 
@@ -91,7 +91,7 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 		})
 	}
 	res.WriteOK = true
-	r.progress("attempt %d/%d: tr: wrote %d file(s): %s", a.index, r.opts.MaxAttempts, len(paths), summarize(res.TouchedFiles, 5))
+	r.progress("attempt %d/%d: tr: wrote %d file(s): %s", a.index, r.opts.MaxAttempts, len(paths), Summarize(res.TouchedFiles, 5))
 	return nil
 }
 

@@ -201,3 +201,11 @@ func (b Baseline) Rebased(commit string) Baseline {
 func (r *Repo) FactoryFile(name string) string {
 	return r.factoryPath(name)
 }
+
+// ShortHash abbreviates an object id to 12 hex digits for messages.
+func ShortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

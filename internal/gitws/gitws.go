@@ -440,10 +440,7 @@ type RollbackReport struct {
 //
 // On error the report still describes what was done.
 func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, err error) {
-	short := b.Commit
-	if len(short) > 12 {
-		short = short[:12]
-	}
+	short := ShortHash(b.Commit)
 	defer rep.sort()
 	fail := func(err error) (RollbackReport, error) {
 		return rep, fmt.Errorf("git rollback to %s: %w", short, err)
