@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
@@ -220,6 +221,7 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 		return nil, err
 	}
 	b.sum.BaseCommit = b.base
+	b.noteOtherBuildBranch(ctx)
 	b.sum.BuildDir = filepath.Join(absOrSame(o.Out), "builds", hash)
 	if err := os.MkdirAll(b.sum.BuildDir, 0o755); err != nil {
 		return nil, refusef("--out: create the build directory: %v", err)
@@ -336,6 +338,19 @@ func baseCommit(ctx context.Context, repo *gitws.Repo, branch, planHash string) 
 		}
 	}
 	return base, nil
+}
+
+// noteOtherBuildBranch warns when a new build branch would start on top of
+// another build's branch: after editing a spec or plan (a new plan hash),
+// the user usually wants to start again from their own branch.
+func (b *builder) noteOtherBuildBranch(ctx context.Context) {
+	if _, exists, err := b.repo.BranchCommit(ctx, b.sum.Branch); err != nil || exists {
+		return
+	}
+	cur, err := b.repo.CurrentBranch(ctx)
+	if err == nil && strings.HasPrefix(cur, "factory/") && cur != b.sum.Branch {
+		b.progress("note: the new branch %s starts at the tip of %s, another build's branch (a changed spec or plan is a new build); to start from your own branch, check it out first", b.sum.Branch, cur)
+	}
 }
 
 // Pointer is what build leaves in the git directory so that `factory

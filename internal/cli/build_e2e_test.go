@@ -262,6 +262,16 @@ func TestBuildAllPass(t *testing.T) {
 	if again.code != ExitPass || srv.Remaining() != 0 || !strings.Contains(again.stderr, "3 already committed") {
 		t.Errorf("second build: exit %d\n%s", again.code, again.stderr)
 	}
+
+	// An edited plan is a new build; started from this build's branch, its
+	// WO-01 no longer validates, and the note says why.
+	plan := buildPlan("")
+	plan["work_orders"].([]any)[2].(map[string]any)["title"] = "subtract(), edited"
+	f.plan = newBuildFixture(t, plan).plan
+	edited := f.build(t, srv.URL)
+	if edited.code != ExitFail || !strings.Contains(edited.stderr, "another build's branch") || srv.Remaining() != 0 {
+		t.Errorf("edited plan on the old build's branch: exit %d\n%s", edited.code, edited.stderr)
+	}
 }
 
 func TestBuildFailThenResume(t *testing.T) {

@@ -66,8 +66,10 @@ func (r *Repo) commit(ctx context.Context, args ...string) (string, error) {
 
 // CommitPaths stages exactly paths (slash-separated, relative to the root;
 // ignored ones too: they were asked for by name) and commits them alone
-// with message. Anything else staged would be committed too, so call it on
-// a tree whose index matches HEAD.
+// with message — also when they hold no change (a proposal that rewrote
+// files with their own content still records its work order). Anything else
+// staged would be committed too, so call it on a tree whose index matches
+// HEAD.
 func (r *Repo) CommitPaths(ctx context.Context, paths []string, message string) (string, error) {
 	if len(paths) == 0 {
 		return "", errors.New("commit: no paths given")
@@ -76,7 +78,7 @@ func (r *Repo) CommitPaths(ctx context.Context, paths []string, message string) 
 	if _, err := r.mutate(ctx, args...); err != nil {
 		return "", fmt.Errorf("git add in %s: %w", r.Root, err)
 	}
-	return r.commit(ctx, "-m", message)
+	return r.commit(ctx, "--allow-empty", "-m", message)
 }
 
 // CurrentBranch returns the short name of the branch HEAD is on, or "" when

@@ -39,6 +39,11 @@ func TestCommitPathsAndLog(t *testing.T) {
 		log[1].Parent != "" || len(log[1].Trailers) != 0 {
 		t.Errorf("log = %+v", log)
 	}
+	// Files rewritten with their own content: still a commit, an empty one.
+	again, err := f.repo.CommitPaths(ctx, []string{"src/new.py"}, "factory: WO-02 no change\n")
+	if err != nil || again == c || git(t, f.root, "show", "--name-only", "--format=", again) != "" {
+		t.Errorf("CommitPaths of unchanged files = %s, %v", again, err)
+	}
 	got, err := f.repo.FilesAt(ctx, base)
 	if err != nil || slices.Contains(got, "src/new.py") || !slices.Contains(got, "src/app.py") {
 		t.Errorf("FilesAt(base) = %v, %v", got, err)
