@@ -38,7 +38,7 @@ func cond(kind, path string) map[string]string { return map[string]string{"kind"
 func buildPlan(release string) map[string]any {
 	accept2 := []string{"python3 -m unittest tests.test_multiply -q"}
 	if release != "" {
-		wait := `python3 -c "import os, time; [time.sleep(0.05) for _ in iter(lambda: os.path.exists('` + release + `'), True)]"`
+		wait := `python3 -c "import os, time; open('` + startedFile + `', 'w').close(); [time.sleep(0.05) for _ in iter(lambda: os.path.exists('` + release + `'), True)]"`
 		accept2 = append([]string{wait}, accept2...)
 	}
 	return map[string]any{
@@ -132,6 +132,11 @@ func newSlowBuildFixture(t *testing.T) *buildFixture {
 }
 
 const releaseFile = ".git/test-release"
+
+// startedFile is created in the work tree by the slow command once it
+// runs: before that, a confined command is still factory's sandbox init,
+// which a kill of factory may take down with it.
+const startedFile = "wo02-started"
 
 // release lets the slow plan's WO-02 go on.
 func (f *buildFixture) release(t *testing.T) {
@@ -362,7 +367,7 @@ func TestBuildKilledThenResumes(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, "WO-02's slow command", func() bool {
-				return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && exists(filepath.Join(f.repo, "tests", "test_multiply.py"))
+				return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && exists(filepath.Join(f.repo, startedFile))
 			})
 			second := f.build(t, srv.URL)
 			if second.code != ExitUsage || !strings.Contains(second.stderr, "is working on this repository") {
@@ -456,7 +461,8 @@ func TestBuildRefusesJournalOfRun(t *testing.T) {
 	srv := llmtest.Start(t, llmtest.Reply{Content: llmtest.Proposal("t",
 		llmtest.Write{Path: "tests/test_multiply.py", BaseSHA256: sha(""), Content: bTestMul})})
 	run := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), "run", "--repo", f.repo, "--work-order", woPath,
-		"--out", f.out, "--llm-model", "m", "--llm-base-url", srv.URL, "--timeout-seconds", "60")
+		"--out", f.out, "--llm-model", "m", "--llm-base-url", srv.URL, "--timeout-seconds", "60",
+		"--verify-command", `python3 -c "import time; time.sleep(60)"`)
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +493,7 @@ func TestBuildInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "WO-02's slow command", func() bool {
-		return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && exists(filepath.Join(f.repo, "tests", "test_multiply.py"))
+		return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && exists(filepath.Join(f.repo, startedFile))
 	})
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()

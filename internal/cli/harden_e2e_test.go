@@ -179,8 +179,12 @@ func TestRunKilledThenRecover(t *testing.T) {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the command to start", func() bool { return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) })
-	time.Sleep(200 * time.Millisecond)
+	// Until the command itself runs (a confined one starts as factory's
+	// sandbox init), a kill of factory may take it down too.
+	waitFor(t, "the command to run", func() bool {
+		data, _ := os.ReadFile(filepath.Join(f.repo, "calc.py"))
+		return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && strings.Contains(string(data), "# x")
+	})
 	run.Process.Kill()
 	run.Wait()
 
