@@ -40,8 +40,8 @@ const exitCodesHelp = `Exit codes (every command):
      lock held by another factory, journal of an interrupted run present
   3  error: provider unreachable or refusing, interrupted, internal error,
      replay mismatch (a run rolls the repo back first)
-  4  stuck: needs a human
-  5  budget reached`
+  4  stuck: needs a human (loop: a leaf exhausted its attempts)
+  5  a limit reached: --max-tokens / --max-cost-usd, loop's --max-iterations`
 
 // usageError is a mistake in how factory was invoked.
 type usageError struct{ msg string }
@@ -164,9 +164,13 @@ func newRootCmd(env Env) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "factory",
 		Short: "A deterministic, git-safe harness that lets an LLM propose code while the harness decides what counts",
-		Long: `factory runs work orders against a git repository. A model proposes full-file writes;
-the harness checks scope, hashes and paths, writes atomically, runs verification and
-acceptance commands without a shell, and rolls back with git on failure.
+		Long: `factory turns a product spec into working software with LLMs while the harness, never
+the model, decides what counts. 'factory build' is the whole job: spec → validated work
+orders → each one run against the repository → one commit per work order, resumable.
+
+For each work order a model proposes full-file writes; the harness checks scope, hashes and
+paths, writes atomically, runs verification and acceptance commands without a shell (confined
+by default), and rolls back with git on failure.
 
 ` + exitCodesHelp,
 		SilenceUsage:  true,
