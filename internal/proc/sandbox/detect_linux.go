@@ -50,6 +50,9 @@ func probe(abi int) error {
 	defer removeAll(dir)
 	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi, workTree: dir}
 	cmd := exec.Command("/bin/true")
+	// In the scratch work tree: the init re-enters its directory after the
+	// mounts, and factory's own may be under a /tmp the probe does not show.
+	cmd.Dir = dir
 	cmd.Env = []string{}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
