@@ -153,7 +153,7 @@ an internal node passes exactly when its children do). Every problem is printed 
 				}
 			}
 			if len(ps) > 0 {
-				return &exitError{code: ExitFail, err: fmt.Errorf("loop validate: %d problems", len(ps))}
+				return &exitError{code: ExitFail, err: fmt.Errorf("loop validate: %s", plural(len(ps), "problem"))}
 			}
 			if !jsonOut {
 				fmt.Fprintln(env.Stdout, "valid")
