@@ -256,6 +256,9 @@ func (b *builder) planHash() (string, error) {
 	if err != nil {
 		return "", refusef("--spec: %v", err)
 	}
+	if strings.TrimSpace(string(spec)) == "" {
+		return "", refusef("--spec %s is empty", o.SpecPath)
+	}
 	return planner.CompileHash(string(spec), o.Template, o.Run.ModelName, o.ReasoningEffort), nil
 }
 
