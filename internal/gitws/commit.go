@@ -30,7 +30,7 @@ func Init(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.commit(ctx, "--allow-empty", "-m", "factory: initial empty commit"); err != nil {
+	if _, err := r.commit(ctx, nil, "--allow-empty", "-m", "factory: initial empty commit"); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -55,10 +55,19 @@ func (r *Repo) identity(ctx context.Context) []string {
 	return opts
 }
 
-// commit runs git commit with args and returns the new HEAD.
-func (r *Repo) commit(ctx context.Context, args ...string) (string, error) {
-	argv := append(r.identity(ctx), append([]string{"commit", "-q", "--no-verify", "--no-gpg-sign"}, args...)...)
-	if _, err := r.mutate(ctx, argv...); err != nil {
+// commit runs git commit with args, without hooks or signing, and returns
+// the new HEAD. who, when set, is the author and committer; else the
+// user's identity signs, or the fallback when the user has none.
+func (r *Repo) commit(ctx context.Context, who *Identity, args ...string) (string, error) {
+	var env, opts []string
+	if who != nil {
+		env = []string{"GIT_AUTHOR_NAME=" + who.Name, "GIT_AUTHOR_EMAIL=" + who.Email,
+			"GIT_COMMITTER_NAME=" + who.Name, "GIT_COMMITTER_EMAIL=" + who.Email}
+	} else {
+		opts = r.identity(ctx)
+	}
+	argv := append(opts, append([]string{"commit", "-q", "--no-verify", "--no-gpg-sign"}, args...)...)
+	if _, err := runGit(ctx, r.Root, gitEnv(false, env...), r.pinned(), argv...); err != nil {
 		return "", fmt.Errorf("git commit in %s: %w", r.Root, err)
 	}
 	return r.Head(ctx)
@@ -78,7 +87,7 @@ func (r *Repo) CommitPaths(ctx context.Context, paths []string, message string) 
 	if _, err := r.mutate(ctx, args...); err != nil {
 		return "", fmt.Errorf("git add in %s: %w", r.Root, err)
 	}
-	return r.commit(ctx, "--allow-empty", "-m", message)
+	return r.commit(ctx, nil, "--allow-empty", "-m", message)
 }
 
 // CurrentBranch returns the short name of the branch HEAD is on, or "" when

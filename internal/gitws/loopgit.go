@@ -19,8 +19,8 @@ var ErrNotInCommit = errors.New("no such file in the commit")
 // uncommitted changes in the work tree and index. It refuses an existing
 // branch.
 func (r *Repo) CreateBranch(ctx context.Context, name string) error {
-	if _, err := r.mutate(ctx, "check-ref-format", "--branch", name); err != nil {
-		return fmt.Errorf("create branch %q in %s: not a valid branch name: %w", name, r.Root, err)
+	if err := CheckBranchName(ctx, name); err != nil {
+		return fmt.Errorf("create branch in %s: %w", r.Root, err)
 	}
 	if _, err := r.mutate(ctx, "checkout", "-q", "-b", name); err != nil {
 		return fmt.Errorf("create branch %q in %s: %w", name, r.Root, err)
@@ -43,14 +43,7 @@ func (r *Repo) CommitAll(ctx context.Context, message string, who Identity, excl
 			return "", fmt.Errorf("commit in %s: unstage %s: %w", r.Root, strings.Join(exclude, ", "), err)
 		}
 	}
-	env := gitEnv(false,
-		"GIT_AUTHOR_NAME="+who.Name, "GIT_AUTHOR_EMAIL="+who.Email,
-		"GIT_COMMITTER_NAME="+who.Name, "GIT_COMMITTER_EMAIL="+who.Email)
-	if _, err := runGit(ctx, r.Root, env, r.pinned(), "-c", "commit.gpgSign=false",
-		"commit", "-q", "--no-verify", "--allow-empty", "--cleanup=verbatim", "-m", message); err != nil {
-		return "", fmt.Errorf("commit in %s: %w", r.Root, err)
-	}
-	return r.Head(ctx)
+	return r.commit(ctx, &who, "--allow-empty", "--cleanup=verbatim", "-m", message)
 }
 
 // Show returns the content of the file path (slash-separated) in commit rev;
