@@ -597,7 +597,10 @@ if os.fork() == 0:
 sys.exit(1)
 `
 
-func TestRunUndoesWhatCommandsDo(t *testing.T) {
+// newMessFixture is a fixture whose acceptance command is messScript,
+// committed as tools/mess.py.
+func newMessFixture(t *testing.T) *fixture {
+	t.Helper()
 	wo := workOrder()
 	wo["acceptance_commands"] = []string{"python3 tools/mess.py"}
 	f := newFixture(t, wo, good(calcV2))
@@ -605,6 +608,11 @@ func TestRunUndoesWhatCommandsDo(t *testing.T) {
 	git(t, f.repo, "add", "tools/mess.py")
 	git(t, f.repo, "commit", "-q", "-m", "tools")
 	f.baseline = treeSnapshot(t, f.repo)
+	return f
+}
+
+func TestRunUndoesWhatCommandsDo(t *testing.T) {
+	f := newMessFixture(t)
 
 	// Unconfined: rollback and the metadata check are what stand when no
 	// sandbox can (see TestSandboxKeepsGitReadOnly for the confined run).

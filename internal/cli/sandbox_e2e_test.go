@@ -23,13 +23,7 @@ func needNamespaces(t *testing.T) {
 // fails on its exit code, the brief names the denial, nothing changed.
 func TestSandboxKeepsGitReadOnly(t *testing.T) {
 	needNamespaces(t)
-	wo := workOrder()
-	wo["acceptance_commands"] = []string{"python3 tools/mess.py"}
-	f := newFixture(t, wo, good(calcV2))
-	writeFiles(t, f.repo, map[string]string{"tools/mess.py": messScript})
-	git(t, f.repo, "add", "tools/mess.py")
-	git(t, f.repo, "commit", "-q", "-m", "tools")
-	f.baseline = treeSnapshot(t, f.repo)
+	f := newMessFixture(t)
 
 	res := f.run(t, "--max-attempts", "1", "--sandbox", "required")
 	if res.code != ExitFail {
