@@ -207,8 +207,9 @@ func (b Baseline) Rebased(commit string) Baseline {
 	return Baseline{Commit: commit, Ignored: b.Ignored, EmptyDirs: b.EmptyDirs, Modes: b.Modes}
 }
 
-// FactoryFile is the path of name in the factory's directory inside the git
-// directory, where the lock, the journal and build pointers live.
+// FactoryFile is <git dir>/factory/<name> (with name "", that directory),
+// where the journals and build pointers of this work tree live: git ignores
+// it and Rollback never touches it.
 func (r *Repo) FactoryFile(name string) string {
 	return r.factoryPath(name)
 }

@@ -102,8 +102,3 @@ func (b *Baseline) Keep(dir string) {
 		b.state = &st
 	}
 }
-
-// StatePath is where a harness keeps its file name for this work tree:
-// <git dir>/factory/<name>, next to the attempt journal (with name "", that
-// directory). Git ignores it and Rollback never touches it.
-func (r *Repo) StatePath(name string) string { return r.factoryPath(name) }

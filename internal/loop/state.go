@@ -80,7 +80,7 @@ const (
 	journalName    = "loop-step.json"
 )
 
-func journalPath(r *gitws.Repo) string { return r.StatePath(journalName) }
+func journalPath(r *gitws.Repo) string { return r.FactoryFile(journalName) }
 
 func readJournal(r *gitws.Repo) (*journal, error) {
 	data, err := os.ReadFile(journalPath(r))
@@ -101,7 +101,7 @@ func readJournal(r *gitws.Repo) (*journal, error) {
 }
 
 func writeJournal(r *gitws.Repo, j *journal) error {
-	if err := os.MkdirAll(r.StatePath(""), 0o755); err != nil {
+	if err := os.MkdirAll(r.FactoryFile(""), 0o755); err != nil {
 		return fmt.Errorf("write the step journal: %w", err)
 	}
 	if err := artifact.WriteJSON(journalPath(r), j); err != nil {
@@ -117,7 +117,7 @@ func removeJournal(r *gitws.Repo) error {
 	if err := os.Remove(journalPath(r)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove the step journal: %w", err)
 	}
-	_ = os.Remove(r.StatePath("")) // when empty
+	_ = os.Remove(r.FactoryFile("")) // when empty
 	return nil
 }
 
