@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/factory-harness/factory/internal/build"
+	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
@@ -102,7 +102,7 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return usagef("--spec FILE or --plan DIR is required (see 'factory build --help')")
 	case o.spec != "" && o.plan != "":
 		return usagef("--spec and --plan cannot be used together: --plan builds from an existing plan")
-	case build.IsProtectedBranch(o.branch):
+	case builder.IsProtectedBranch(o.branch):
 		return usagef("--branch %s: factory build never works on main or master; give another branch (default factory/<plan hash>)", o.branch)
 	}
 	if o.planMaxAttempts < 1 || o.maxOutputTokens < 1 || o.maxWaitSeconds < 1 || o.pollInterval <= 0 || o.backoff <= 0 {
@@ -123,29 +123,29 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	attempt.Model, attempt.Prices = seModel, meter.Prices()
 	_, attempt.ModelName, _ = parseModelSpec(o.run.model)
 	review, _ := reviewModelName(o.run.model, o.reviewModel)
-	sum, err := build.Run(cmd.Context(), build.Options{
+	sum, err := builder.Run(cmd.Context(), builder.Options{
 		SpecPath: o.spec, PlanDir: o.plan, Repo: o.run.repo, Out: o.run.out, Branch: o.branch,
 		PlannerModel: plannerModel, Template: tmpl, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
 		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: review,
 		Run: attempt, Python: planner.NewPython3Inspector(), Progress: attempt.Progress,
-		Spent: func() build.Spend {
+		Spent: func() builder.Spend {
 			t := meter.Snapshot()
-			return build.Spend{Tokens: t.TotalTokens, CostUSD: t.Cost()}
+			return builder.Spend{Tokens: t.TotalTokens, CostUSD: t.Cost()}
 		},
 	})
-	var refused *build.RefusedError
+	var refused *builder.RefusedError
 	if errors.As(err, &refused) {
 		return usagef("%s", refused.Msg)
 	}
 	printBuildSummary(env, o.run.jsonOut, sum)
 	switch sum.Verdict {
-	case build.VerdictPass:
+	case builder.VerdictPass:
 		return nil
-	case build.VerdictFail:
+	case builder.VerdictFail:
 		return failError{}
-	case build.VerdictPlanInvalid:
+	case builder.VerdictPlanInvalid:
 		return &exitError{code: ExitFail, err: err}
-	case build.VerdictBudget:
+	case builder.VerdictBudget:
 		var budget *llm.BudgetError
 		if errors.As(err, &budget) {
 			err = budget // the limit and what was spent, without the wrapping
@@ -213,7 +213,7 @@ func (o *buildOptions) models(env Env, progress io.Writer) (se, plan llm.Model, 
 }
 
 // printBuildSummary prints the summary as JSON, or a short account.
-func printBuildSummary(env Env, asJSON bool, sum *build.Summary) {
+func printBuildSummary(env Env, asJSON bool, sum *builder.Summary) {
 	if asJSON {
 		b, err := json.MarshalIndent(sum, "", "  ")
 		if err == nil {
@@ -231,19 +231,19 @@ func printBuildSummary(env Env, asJSON bool, sum *build.Summary) {
 }
 
 // workOrderLine is one work order in build and status output.
-func workOrderLine(w build.WorkOrder) string {
+func workOrderLine(w builder.WorkOrder) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%-6s %-8s", w.ID, w.Outcome)
 	switch w.Outcome {
-	case build.OutcomePassed:
+	case builder.OutcomePassed:
 		fmt.Fprintf(&sb, " %s", gitws.ShortHash(w.Commit))
-	case build.OutcomeFailed:
+	case builder.OutcomeFailed:
 		if w.Stage != "" {
 			fmt.Fprintf(&sb, " %s", w.Stage)
 		}
 	}
 	fmt.Fprintf(&sb, "  %s", w.Title)
-	if w.Outcome == build.OutcomeFailed && w.BriefPath != "" {
+	if w.Outcome == builder.OutcomeFailed && w.BriefPath != "" {
 		fmt.Fprintf(&sb, "\n         failure brief: %s", w.BriefPath)
 	}
 	return sb.String()

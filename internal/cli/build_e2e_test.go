@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/factory-harness/factory/internal/build"
+	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/llmtest"
 )
 
@@ -153,20 +153,20 @@ func (f *buildFixture) build(t *testing.T, srvURL string, extra ...string) runOu
 	return runFactory(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=test-key"), f.args(srvURL, extra...)...)
 }
 
-func (f *buildFixture) status(t *testing.T) build.Status {
+func (f *buildFixture) status(t *testing.T) builder.Status {
 	t.Helper()
 	res := runFactory(t, nil, "status", "--repo", f.repo, "--json")
 	if res.code != ExitPass {
 		t.Fatalf("status: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	var st build.Status
+	var st builder.Status
 	if err := json.Unmarshal([]byte(res.stdout), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, res.stdout)
 	}
 	return st
 }
 
-func outcomes(st build.Status) []string {
+func outcomes(st builder.Status) []string {
 	var out []string
 	for _, w := range st.WorkOrders {
 		out = append(out, w.ID+":"+w.Outcome+":"+w.Stage)
@@ -229,16 +229,16 @@ func TestBuildAllPass(t *testing.T) {
 	if res.code != ExitPass {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
-	var sum build.Summary
+	var sum builder.Summary
 	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
 		t.Fatalf("--json: %v\n%s", err, res.stdout)
 	}
-	if sum.Verdict != build.VerdictPass || sum.PlanSource != build.PlanGiven || sum.Branch != "factory/"+sum.PlanHash ||
+	if sum.Verdict != builder.VerdictPass || sum.PlanSource != builder.PlanGiven || sum.Branch != "factory/"+sum.PlanHash ||
 		len(sum.WorkOrders) != 3 || sum.Tokens == 0 || sum.Repo == "" {
 		t.Errorf("summary = %+v", sum)
 	}
 	for _, w := range sum.WorkOrders {
-		if w.Outcome != build.OutcomePassed || len(w.Commit) != 40 || w.Attempts != 1 {
+		if w.Outcome != builder.OutcomePassed || len(w.Commit) != 40 || w.Attempts != 1 {
 			t.Errorf("work order %+v", w)
 		}
 	}
@@ -294,13 +294,13 @@ func TestBuildFailThenResume(t *testing.T) {
 	if srv.Remaining() != 1 {
 		t.Errorf("%d scripted replies left, want 1 (early stop after two identical failures)", srv.Remaining())
 	}
-	var sum build.Summary
+	var sum builder.Summary
 	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
 		t.Fatal(err)
 	}
 	wo2 := sum.WorkOrders[1]
-	if sum.Verdict != build.VerdictFail || sum.Failed != "WO-02" || sum.StoppedEarly != "identical failure" ||
-		wo2.Outcome != build.OutcomeFailed || wo2.Stage != "verify_failed" || wo2.Attempts != 2 {
+	if sum.Verdict != builder.VerdictFail || sum.Failed != "WO-02" || sum.StoppedEarly != "identical failure" ||
+		wo2.Outcome != builder.OutcomeFailed || wo2.Stage != "verify_failed" || wo2.Attempts != 2 {
 		t.Errorf("summary = %+v", sum)
 	}
 	if _, err := os.Stat(wo2.BriefPath); err != nil {
@@ -419,7 +419,7 @@ func TestBuildFromSpec(t *testing.T) {
 		t.Errorf("unused replies: planner %d, se %d", planner.Remaining(), se.Remaining())
 	}
 	st := f.status(t)
-	if st.PlanSource != build.PlanCompiled || st.Spec != spec || !st.Complete {
+	if st.PlanSource != builder.PlanCompiled || st.Spec != spec || !st.Complete {
 		t.Errorf("status = %+v", st)
 	}
 	again := runFactory(t, env, args...)
@@ -534,11 +534,11 @@ func TestBuildAnthropic(t *testing.T) {
 	if res.code != ExitPass {
 		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	var sum build.Summary
+	var sum builder.Summary
 	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
 		t.Fatal(err)
 	}
-	if srv.Remaining() != 0 || sum.Verdict != build.VerdictPass || sum.PlanSource != build.PlanCompiled || sum.CostUSD == nil || *sum.CostUSD <= 0 {
+	if srv.Remaining() != 0 || sum.Verdict != builder.VerdictPass || sum.PlanSource != builder.PlanCompiled || sum.CostUSD == nil || *sum.CostUSD <= 0 {
 		t.Errorf("replies left %d; summary %+v", srv.Remaining(), sum)
 	}
 	for _, w := range sum.WorkOrders {
@@ -568,12 +568,12 @@ func TestBuildBudget(t *testing.T) {
 	if !strings.Contains(res.stderr, "tokens") {
 		t.Errorf("stderr does not say which budget:\n%s", res.stderr)
 	}
-	var sum build.Summary
+	var sum builder.Summary
 	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Verdict != build.VerdictBudget || srv.Remaining() != 1 || sum.Tokens < 1_000_000 || sum.Failed != "" ||
-		sum.WorkOrders[1].Outcome != build.OutcomePending {
+	if sum.Verdict != builder.VerdictBudget || srv.Remaining() != 1 || sum.Tokens < 1_000_000 || sum.Failed != "" ||
+		sum.WorkOrders[1].Outcome != builder.OutcomePending {
 		t.Errorf("replies left %d; summary %+v", srv.Remaining(), sum)
 	}
 	checkCommits(t, f.repo, base, map[string][]string{"WO-01": committed["WO-01"]})

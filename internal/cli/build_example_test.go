@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/factory-harness/factory/internal/build"
+	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/llmtest"
 	"github.com/factory-harness/factory/internal/planner"
 )
@@ -123,7 +123,7 @@ func TestBuildExample(t *testing.T) {
 	if len(sums) != 1 {
 		t.Fatalf("build summaries: %v, want one", sums)
 	}
-	var sum build.Summary
+	var sum builder.Summary
 	readJSON(t, sums[0], &sum)
 	var plan examplePlan
 	readJSON(t, filepath.Join(sum.PlanDir, planner.ManifestName), &plan)

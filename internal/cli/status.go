@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/factory-harness/factory/internal/build"
+	"github.com/factory-harness/factory/internal/builder"
 )
 
 type statusOptions struct {
@@ -34,8 +34,8 @@ has run in it.`,
 			if err := requireFlags("status", required{"--repo", o.repo}); err != nil {
 				return err
 			}
-			st, err := build.ReadStatus(cmd.Context(), o.repo)
-			if errors.Is(err, build.ErrNoBuild) {
+			st, err := builder.ReadStatus(cmd.Context(), o.repo)
+			if errors.Is(err, builder.ErrNoBuild) {
 				return usagef("%v (run 'factory build' first)", err)
 			}
 			if err != nil {
@@ -58,7 +58,7 @@ has run in it.`,
 	return cmd
 }
 
-func printStatus(env Env, st *build.Status) {
+func printStatus(env Env, st *builder.Status) {
 	from := st.PlanSource
 	if st.Spec != "" {
 		from += " from " + st.Spec
@@ -70,7 +70,7 @@ func printStatus(env Env, st *build.Status) {
 	}
 	passed := 0
 	for _, w := range st.WorkOrders {
-		if w.Outcome == build.OutcomePassed {
+		if w.Outcome == builder.OutcomePassed {
 			passed++
 		}
 		fmt.Fprintf(env.Stdout, "  %s\n", workOrderLine(w))

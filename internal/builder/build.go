@@ -2,7 +2,7 @@
 // spec → plan → every work order through the factory → one commit each.
 // Progress lives in the commits' trailers, so a build resumes where it
 // stopped after a failure, an interrupt or a crash.
-package build
+package builder
 
 import (
 	"context"
