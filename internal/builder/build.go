@@ -70,10 +70,14 @@ type Options struct {
 
 	// Python checks the plan's python -c commands.
 	Python planner.PythonInspector
-	// Spent, when set, reports the tokens and cost of every model call so
-	// far (a metering wrapper around the models above); without it tokens
+	// Meter, when set, meters every model call of the build (it wraps the
+	// models above): the build resumes it with the spending of earlier
+	// processes (see SpendRecord) and records each call. Without it tokens
 	// are summed from the runs and the cost is unknown.
-	Spent func() Spend
+	Meter *llm.Meter
+	// ResetBudget stops counting the earlier processes' spending against
+	// the budget.
+	ResetBudget bool
 
 	// Progress receives one line per transition; nil is quiet.
 	Progress io.Writer
@@ -90,14 +94,16 @@ func refusef(format string, args ...any) error {
 
 // Summary is build_summary.json and what --json prints.
 type Summary struct {
-	Verdict    string      `json:"verdict"`
-	PlanHash   string      `json:"plan_hash"`
-	PlanSource string      `json:"plan_source"` // compiled, reused or given
-	PlanDir    string      `json:"plan_dir"`
-	Branch     string      `json:"branch"`
-	BaseCommit string      `json:"base_commit"` // where the build branch started
-	Repo       string      `json:"repo"`
-	BuildDir   string      `json:"build_dir"`
+	Verdict    string `json:"verdict"`
+	PlanHash   string `json:"plan_hash"`
+	PlanSource string `json:"plan_source"` // compiled, reused or given
+	PlanDir    string `json:"plan_dir"`
+	Branch     string `json:"branch"`
+	BaseCommit string `json:"base_commit"` // where the build branch started
+	Repo       string `json:"repo"`
+	BuildDir   string `json:"build_dir"`
+	// Tokens and CostUSD are what the build spent, earlier processes
+	// included (since the last --reset-budget).
 	Tokens     int64       `json:"tokens"`
 	CostUSD    *float64    `json:"cost_usd"` // null when a model's price is unknown
 	WorkOrders []WorkOrder `json:"work_orders"`
@@ -229,6 +235,9 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 	b.events = filepath.Join(b.sum.BuildDir, "events.jsonl")
 	b.event(map[string]any{"event": "build_start", "plan_hash": hash, "branch": b.sum.Branch, "base_commit": b.base})
 	if err := b.writePointer(); err != nil {
+		return nil, err
+	}
+	if err := b.trackSpend(); err != nil {
 		return nil, err
 	}
 	return func() { _ = lock.Unlock() }, nil

@@ -14,8 +14,9 @@ type Spend struct {
 }
 
 func (b *builder) spent() Spend {
-	if b.o.Spent != nil {
-		return b.o.Spent()
+	if b.o.Meter != nil {
+		t := b.o.Meter.Snapshot()
+		return Spend{Tokens: t.TotalTokens, CostUSD: t.Cost()}
 	}
 	return Spend{Tokens: b.tokens}
 }
@@ -38,7 +39,7 @@ func (b *builder) total() {
 // onEvent reports one node of a work order's run: a progress line and an
 // events.jsonl record.
 func (b *builder) onEvent(wo string, ev factory.Event) {
-	if b.o.Spent == nil {
+	if b.o.Meter == nil {
 		b.tokens += ev.Usage.TotalTokens
 	}
 	s := b.spent()

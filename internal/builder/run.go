@@ -180,7 +180,7 @@ func (b *builder) compile(ctx context.Context, dir string, env planner.Env) erro
 	}
 	b.plan, b.sum.PlanSource = out.Manifest, PlanCompiled
 	b.progress("plan: %d work orders written to %s", len(out.Manifest.WorkOrders), dir)
-	if b.o.Spent == nil {
+	if b.o.Meter == nil {
 		b.tokens += out.Summary.Usage.TotalTokens
 	}
 	b.event(map[string]any{"event": "plan", "source": PlanCompiled, "work_orders": len(out.Manifest.WorkOrders),

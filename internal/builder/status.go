@@ -16,16 +16,18 @@ import (
 // Status is what `factory status` prints: where the plan came from and
 // each work order's outcome, read from the branch's commits.
 type Status struct {
-	Repo       string      `json:"repo"`
-	PlanHash   string      `json:"plan_hash"`
-	PlanSource string      `json:"plan_source"` // compiled, reused or given
-	PlanDir    string      `json:"plan_dir"`
-	Spec       string      `json:"spec,omitempty"`
-	Branch     string      `json:"branch"`
-	BaseCommit string      `json:"base_commit,omitempty"`
-	BuildDir   string      `json:"build_dir"`
-	Planned    bool        `json:"planned"` // false while (or if) the plan is not written yet
-	Complete   bool        `json:"complete"`
+	Repo       string `json:"repo"`
+	PlanHash   string `json:"plan_hash"`
+	PlanSource string `json:"plan_source"` // compiled, reused or given
+	PlanDir    string `json:"plan_dir"`
+	Spec       string `json:"spec,omitempty"`
+	Branch     string `json:"branch"`
+	BaseCommit string `json:"base_commit,omitempty"`
+	BuildDir   string `json:"build_dir"`
+	Planned    bool   `json:"planned"` // false while (or if) the plan is not written yet
+	Complete   bool   `json:"complete"`
+	// Spend is what the build's model calls spent so far, in every process.
+	Spend      SpendRecord `json:"spend"`
 	WorkOrders []WorkOrder `json:"work_orders"`
 }
 
@@ -52,6 +54,9 @@ func ReadStatus(ctx context.Context, repoDir string) (*Status, error) {
 	}
 	st := &Status{Repo: repo.Root, PlanHash: p.PlanHash, PlanSource: p.PlanSource, PlanDir: p.PlanDir, Spec: p.Spec,
 		Branch: p.Branch, BuildDir: p.BuildDir, WorkOrders: []WorkOrder{}}
+	if st.Spend, err = ReadSpend(repo, p.PlanHash); err != nil {
+		return nil, err
+	}
 	var last Summary
 	if data, err := os.ReadFile(filepath.Join(p.BuildDir, "build_summary.json")); err == nil {
 		_ = json.Unmarshal(data, &last) // only for the failure details

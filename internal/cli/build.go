@@ -26,7 +26,7 @@ type buildOptions struct {
 	reviewModel           string
 	maxOutputTokens       int64
 	planMaxAttempts       int
-	review                bool
+	review, resetBudget   bool
 	maxWaitSeconds        int
 	pollInterval, backoff time.Duration
 }
@@ -56,6 +56,11 @@ the branch (progress is read from the commits, never from a side file). The
 repository lock is held for the whole build; a build killed in the middle of an
 attempt is recovered by the next build. 'factory status --repo DIR' shows progress.
 
+Budgets (--max-tokens, --max-cost-usd) cover the whole build across processes: what
+each model call spent is recorded in the git directory before the call is sent and
+after it returns, and a resumed build counts it (a call cut off by a crash counts as
+its estimate). --reset-budget starts counting again on purpose.
+
 Artifacts: <out>/builds/<plan hash>/ holds events.jsonl, build_summary.json and one
 directory of run artifacts per work order.
 
@@ -76,6 +81,7 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	addAttemptFlags(f, &o.run)
 	f.Lookup("max-attempts").Usage = "attempts per work order before the build stops (two identical failures in a row stop it earlier)"
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
+	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	f.IntVar(&o.planMaxAttempts, "plan-max-attempts", 3, "planner calls per validation loop")
 	f.StringVar(&o.template, "template", "", "custom planner prompt template; must contain {{PRODUCT_SPEC}} (default: the built-in one)")
 	f.StringVar(&o.effort, "reasoning-effort", "medium", "planner reasoning effort (e.g. low, medium, high; empty to omit)")
@@ -128,10 +134,7 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		PlannerModel: plannerModel, Template: tmpl, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
 		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: review,
 		Run: attempt, Python: planner.NewPython3Inspector(), Progress: attempt.Progress,
-		Spent: func() builder.Spend {
-			t := meter.Snapshot()
-			return builder.Spend{Tokens: t.TotalTokens, CostUSD: t.Cost()}
-		},
+		Meter: meter, ResetBudget: o.resetBudget,
 	})
 	var refused *builder.RefusedError
 	if errors.As(err, &refused) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -583,5 +584,58 @@ func TestBuildBudget(t *testing.T) {
 		"--repo", f.repo, "--out", f.out, "--llm-model", "my-local-model", "--llm-base-url", srv.URL, "--max-cost-usd", "1")
 	if unpriced.code != ExitUsage || !strings.Contains(unpriced.stderr, "--max-cost-usd") {
 		t.Errorf("unpriced model with --max-cost-usd: exit %d\n%s", unpriced.code, unpriced.stderr)
+	}
+}
+
+// A budget covers the whole build: what a process spent before it was
+// interrupted counts when the build resumes, until --reset-budget.
+func TestBuildBudgetAcrossResume(t *testing.T) {
+	f := newSlowBuildFixture(t)
+	wo1 := anthropicReply(replyWO01)
+	wo1.OutputTokens = 1_000_000
+	srv := llmtest.StartAnthropic(t, wo1, anthropicReply(replyWO02))
+	env := append(gitEnv(t.TempDir()), "ANTHROPIC_API_KEY=ak")
+	args := func(url string, extra ...string) []string {
+		return append([]string{"build", "--plan", f.plan, "--repo", f.repo, "--out", f.out,
+			"--llm-model", "anthropic:claude-sonnet-4-5", "--llm-base-url", url}, extra...)
+	}
+	cmd := factoryCmd(t, env, args(srv.URL)...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "WO-02's slow command", func() bool {
+		return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && exists(filepath.Join(f.repo, startedFile))
+	})
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != ExitInternal {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitInternal, stderr.String())
+	}
+	st := f.status(t)
+	if st.Spend.Counted.Calls != 2 || st.Spend.Counted.TotalTokens < 1_000_000 || st.Spend.Counted.Cost() == nil {
+		t.Fatalf("status after the interrupt: spend %+v", st.Spend)
+	}
+	text := runFactory(t, env, "status", "--repo", f.repo)
+	if !strings.Contains(text.stdout, fmt.Sprintf("spent: 2 model calls, %d tokens, $", st.Spend.Counted.TotalTokens)) {
+		t.Errorf("status does not show the spending:\n%s", text.stdout)
+	}
+	f.release(t)
+
+	// 1,000,000+ tokens were spent by the first process: the next call does
+	// not fit 1,010,000, and no request is sent.
+	srv2 := llmtest.StartAnthropic(t, anthropicReply(replyWO02), anthropicReply(replyWO03))
+	res := runFactory(t, env, args(srv2.URL, "--max-tokens", "1010000")...)
+	if res.code != ExitBudget || srv2.Remaining() != 2 || !strings.Contains(res.stderr, "earlier processes spent") {
+		t.Fatalf("resume under a budget: exit %d, replies left %d\n%s", res.code, srv2.Remaining(), res.stderr)
+	}
+	res = runFactory(t, env, args(srv2.URL, "--max-tokens", "1010000", "--reset-budget")...)
+	if res.code != ExitPass || srv2.Remaining() != 0 {
+		t.Fatalf("--reset-budget: exit %d, replies left %d\n%s", res.code, srv2.Remaining(), res.stderr)
+	}
+	st = f.status(t)
+	if st.Spend.Resets != 1 || st.Spend.Counted.Calls != 2 || st.Spend.Total.Calls != 4 || st.Spend.Total.TotalTokens < 1_000_000 {
+		t.Errorf("status after the reset: spend %+v", st.Spend)
 	}
 }

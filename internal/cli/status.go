@@ -66,6 +66,7 @@ func printStatus(env Env, st *builder.Status) {
 	fmt.Fprintf(env.Stdout, "repository: %s\nbranch: %s\nplan: %s %s (%s)\n", st.Repo, st.Branch, st.PlanHash, st.PlanDir, from)
 	if !st.Planned {
 		fmt.Fprintln(env.Stdout, "no plan written yet")
+		printSpend(env, st.Spend)
 		return
 	}
 	passed := 0
@@ -80,4 +81,18 @@ func printStatus(env Env, st *builder.Status) {
 		state = "complete"
 	}
 	fmt.Fprintf(env.Stdout, "%d/%d work orders passed (%s)\n", passed, len(st.WorkOrders), state)
+	printSpend(env, st.Spend)
+}
+
+// printSpend says what the build's model calls spent, in every process.
+func printSpend(env Env, rec builder.SpendRecord) {
+	cost := "cost unknown"
+	if c := rec.Counted.Cost(); c != nil {
+		cost = fmt.Sprintf("$%.4f", *c)
+	}
+	fmt.Fprintf(env.Stdout, "spent: %d model calls, %d tokens, %s (counted against --max-tokens / --max-cost-usd)\n",
+		rec.Counted.Calls, rec.Counted.TotalTokens, cost)
+	if rec.Resets > 0 {
+		fmt.Fprintf(env.Stdout, "spent in all: %d tokens over %d budget resets\n", rec.Total.TotalTokens, rec.Resets)
+	}
 }

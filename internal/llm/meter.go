@@ -157,6 +157,7 @@ type Meter struct {
 	mu       sync.Mutex
 	total    Tally
 	reserved Tally // estimates of the calls in flight
+	observe  func(spent, inFlight Tally) error
 }
 
 // NewMeter meters model with prices (nil: every cost unknown) and budget.
@@ -173,6 +174,26 @@ func (m *Meter) Snapshot() Tally {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.total
+}
+
+// Resume counts prior as already spent by m, against its budget: the
+// spending of an earlier process of the same build. Call it before any call.
+func (m *Meter) Resume(prior Tally) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.total = m.total.Add(prior)
+}
+
+// Observe makes m report, to fn, what was spent and the estimates of the
+// calls in flight each time either changes: before a call is sent and after
+// it returns. fn runs under m's lock, so reports arrive in order. An error
+// from fn before a call refuses the call (nothing is sent); after a call
+// it is returned with the call's answer. It is how a build keeps its
+// spending durable across processes.
+func (m *Meter) Observe(fn func(spent, inFlight Tally) error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.observe = fn
 }
 
 // Since returns what was spent after the snapshot s.
@@ -214,6 +235,11 @@ func (m *Meter) complete(ctx context.Context, model Model, req Request) (Respons
 		// A failed call that reported no usage cost nothing, price or not.
 		m.total.UnpricedCalls++
 	}
+	if m.observe != nil {
+		if oerr := m.observe(m.total, m.reserved); oerr != nil && err == nil {
+			err = fmt.Errorf("record what model calls spent: %w", oerr)
+		}
+	}
 	return resp, err
 }
 
@@ -248,6 +274,11 @@ func (m *Meter) reserve(req Request) (Tally, error) {
 		return Tally{}, &BudgetError{Limit: LimitCostUSD, Max: b.MaxCostUSD, Spent: spent.CostUSD, Model: req.Model, Unpriced: true}
 	case b.MaxCostUSD > 0 && spent.CostUSD+est.CostUSD > b.MaxCostUSD:
 		return Tally{}, &BudgetError{Limit: LimitCostUSD, Max: b.MaxCostUSD, Spent: spent.CostUSD, Estimate: est.CostUSD, Model: req.Model}
+	}
+	if m.observe != nil {
+		if err := m.observe(m.total, m.reserved.Add(est)); err != nil {
+			return Tally{}, fmt.Errorf("record what model calls spent: %w", err)
+		}
 	}
 	m.reserved = m.reserved.Add(est)
 	return est, nil

@@ -373,3 +373,40 @@ func TestMeterReplay(t *testing.T) {
 		t.Errorf("replayed tally = %+v", got)
 	}
 }
+
+// A resumed meter counts the earlier spending against its budget, and an
+// observer sees each call's estimate before it is sent and its usage after.
+func TestMeterResumeAndObserve(t *testing.T) {
+	fm := &fakeModel{usage: Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}}
+	m := NewMeter(fm, nil, Budget{MaxTokens: 1000})
+	m.Resume(Tally{Calls: 3, TotalTokens: 800})
+	type report struct{ spent, inFlight int64 }
+	var got []report
+	m.Observe(func(spent, inFlight Tally) error {
+		got = append(got, report{spent.TotalTokens, inFlight.TotalTokens})
+		return nil
+	})
+	req := smallReq("m")
+	req.MaxOutputTokens = 100
+	prompt, output := EstimateTokens(req)
+	if _, err := m.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := []report{{800, prompt + output}, {815, 0}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(report{})); diff != "" {
+		t.Errorf("reports (-want +got):\n%s", diff)
+	}
+	// 815 spent: a call that could take 100+ more does not fit 1000 once the
+	// earlier spending counts.
+	req.MaxOutputTokens = 190
+	var budget *BudgetError
+	if _, err := m.Complete(context.Background(), req); !errors.As(err, &budget) || budget.Spent != 815 || fm.calls != 1 {
+		t.Errorf("err = %v, spent %+v, calls %d; want a budget refusal at 815", err, budget, fm.calls)
+	}
+	// An observer that cannot record refuses the call before it is sent.
+	m.Observe(func(Tally, Tally) error { return errors.New("disk full") })
+	req.MaxOutputTokens = 1
+	if _, err := m.Complete(context.Background(), req); err == nil || !strings.Contains(err.Error(), "disk full") || fm.calls != 1 {
+		t.Errorf("err = %v, calls %d; want the call refused", err, fm.calls)
+	}
+}
