@@ -142,7 +142,8 @@ type builder struct {
 	events   string // events.jsonl
 	plan     *workorder.Manifest
 	base     string
-	tokens   int64 // summed from the planner and the runs, when Spent is nil
+	created  bool  // the build made the repository
+	tokens   int64 // summed from the planner and the runs, when Meter is nil
 	progress func(format string, args ...any)
 }
 
@@ -161,6 +162,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	defer unlock()
 	err = b.runAll(ctx)
+	if b.created && b.plan == nil {
+		b.progress("build: planning failed; the repository %s that this build created is left as it was made (one empty commit, and the record of what the planner spent, which the next build counts against its budget); delete it to start afresh", b.repo.Root)
+	}
 	b.total()
 	if err != nil && b.sum.Error == "" {
 		b.sum.Error = err.Error()
@@ -197,7 +201,7 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 	if b.sum.Branch == "" {
 		b.sum.Branch = "factory/" + hash
 	}
-	created, err := b.openRepo(ctx)
+	b.created, err = b.openRepo(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +219,7 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 	if err := b.recover(ctx); err != nil {
 		return nil, err
 	}
-	if !created {
+	if !b.created {
 		if err := b.checkClean(ctx); err != nil {
 			return nil, err
 		}

@@ -351,6 +351,17 @@ func TestBuildCreatesRepository(t *testing.T) {
 		t.Errorf("initial commit holds %q, want nothing", files)
 	}
 	checkCommits(t, f.repo, root, committed)
+
+	// Planning fails on a repository the build made: it is left, and
+	// the build says so.
+	bad := buildPlan("")
+	bad["work_orders"].([]any)[0].(map[string]any)["allowed_files"] = []string{"../outside.py"}
+	g := newBuildFixture(t, bad)
+	g.repo = filepath.Join(t.TempDir(), "fresh")
+	res = g.build(t, srv.URL)
+	if res.code != ExitFail || !strings.Contains(res.stderr, "planning failed; the repository "+g.repo+" that this build created is left") {
+		t.Errorf("invalid plan on a new repository: exit %d\n%s", res.code, res.stderr)
+	}
 }
 
 // A factory build killed (SIGKILL) while WO-02's acceptance command runs
