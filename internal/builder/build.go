@@ -81,6 +81,8 @@ type Options struct {
 
 	// Progress receives one line per transition; nil is quiet.
 	Progress io.Writer
+	// OnUpdate, when set, receives each change of state, for a live view.
+	OnUpdate func(Update)
 }
 
 // RefusedError is a refusal before anything was modified.

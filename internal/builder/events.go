@@ -39,6 +39,12 @@ func (b *builder) total() {
 // onEvent reports one node of a work order's run: a progress line and an
 // events.jsonl record.
 func (b *builder) onEvent(wo string, ev factory.Event) {
+	if ev.Command != nil {
+		b.event(map[string]any{"event": "command_start", "wo": wo, "attempt": ev.Attempt, "node": ev.Node,
+			"name": ev.Command.Name, "argv": ev.Command.Argv})
+		b.update(Update{WO: wo, Attempt: ev.Attempt, Node: ev.Node, Command: ev.Command.Argv})
+		return
+	}
 	if b.o.Meter == nil {
 		b.tokens += ev.Usage.TotalTokens
 	}
@@ -63,4 +69,55 @@ func (b *builder) onEvent(wo string, ev factory.Event) {
 	b.event(map[string]any{"event": "node", "wo": wo, "attempt": ev.Attempt, "node": ev.Node,
 		"verdict": ev.Verdict, "stage": ev.Stage, "tokens": ev.Usage.TotalTokens, "cost_usd": s.CostUSD,
 		"duration_ms": ev.Duration.Milliseconds()})
+	b.update(Update{WO: wo, Attempt: ev.Attempt, Node: nextNode(ev), Verdict: ev.Verdict, Stage: ev.Stage})
+}
+
+// Update is one change of a build's state, for a live view: the planner
+// started, a work order started, a node finished (Node is then the one
+// that runs next), a command started, or a work order ended (Done).
+type Update struct {
+	Planning bool   // the planner is compiling the plan
+	WO       string // the work order, "" while planning
+	Title    string
+	Index    int // of WO in the plan, from 1
+	Total    int // work orders in the plan
+	Attempt  int
+	Node     string   // running now: se, tr, po, finalize; "" between attempts
+	Command  []string // running now, in po
+	// Verdict and Stage: of an attempt after its finalize; of the work
+	// order (PASS, FAIL, BUDGET, ERROR) when Done.
+	Verdict, Stage string
+	Done           bool
+	Commit         string // Done with PASS
+	Spend          Spend  // the build's so far
+}
+
+func (b *builder) update(u Update) {
+	if b.o.OnUpdate == nil {
+		return
+	}
+	if b.plan != nil {
+		u.Total = len(b.plan.WorkOrders)
+		for i, wo := range b.plan.WorkOrders {
+			if wo.ID == u.WO {
+				u.Index, u.Title = i+1, wo.Title
+			}
+		}
+	}
+	u.Spend = b.spent()
+	b.o.OnUpdate(u)
+}
+
+// nextNode is the node that runs after ev's: the graph's order within an
+// attempt, and a new attempt's se after a failed finalize.
+func nextNode(ev factory.Event) string {
+	switch ev.Node {
+	case "se":
+		return "tr"
+	case "tr":
+		return "po"
+	case "po":
+		return "finalize"
+	}
+	return ""
 }

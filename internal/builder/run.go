@@ -153,6 +153,7 @@ func (b *builder) compile(ctx context.Context, dir string, env planner.Env) erro
 		return fmt.Errorf("create the plan directory: %w", err)
 	}
 	b.progress("plan: compiling %s with %s into %s", b.o.SpecPath, b.o.Run.ModelName, dir)
+	b.update(Update{Planning: true})
 	b.event(map[string]any{"event": "plan_compile_start"})
 	reviewModel := b.o.ReviewModelName
 	if reviewModel == "" {
@@ -213,9 +214,23 @@ func Passed(ctx context.Context, repo *gitws.Repo, tip, planHash, base string) (
 func (b *builder) runOne(ctx context.Context, i int) error {
 	wo := b.plan.WorkOrders[i]
 	line := &b.sum.WorkOrders[i]
-	before := b.spent()
 	b.progress("%s: %s", wo.ID, wo.Title)
 	b.event(map[string]any{"event": "wo_start", "wo": wo.ID})
+	b.update(Update{WO: wo.ID, Attempt: 1, Node: "se"})
+	err := b.runWorkOrder(ctx, i)
+	u := Update{WO: wo.ID, Done: true, Verdict: verdictOf(err), Commit: line.Commit, Stage: line.Stage}
+	if err == nil {
+		u.Verdict = VerdictPass
+	}
+	b.update(u)
+	return err
+}
+
+// runWorkOrder is runOne's work: the run and, on PASS, the commit.
+func (b *builder) runWorkOrder(ctx context.Context, i int) error {
+	wo := b.plan.WorkOrders[i]
+	line := &b.sum.WorkOrders[i]
+	before := b.spent()
 	opts := b.o.Run
 	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
 	opts.KeepJournal = true // until the commit is made: see commit

@@ -27,6 +27,7 @@ type buildOptions struct {
 	maxOutputTokens       int64
 	planMaxAttempts       int
 	review, resetBudget   bool
+	verbose               bool
 	maxWaitSeconds        int
 	pollInterval, backoff time.Duration
 }
@@ -81,6 +82,7 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	addAttemptFlags(f, &o.run)
 	f.Lookup("max-attempts").Usage = "attempts per work order before the build stops (two identical failures in a row stop it earlier)"
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "on a terminal, print every step instead of one live line per work order")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	f.IntVar(&o.planMaxAttempts, "plan-max-attempts", 3, "planner calls per validation loop")
 	f.StringVar(&o.template, "template", "", "custom planner prompt template; must contain {{PRODUCT_SPEC}} (default: the built-in one)")
@@ -129,13 +131,21 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	attempt.Model, attempt.Prices = seModel, meter.Prices()
 	_, attempt.ModelName, _ = parseModelSpec(o.run.model)
 	review, _ := reviewModelName(o.run.model, o.reviewModel)
+	var view *liveView
+	var onUpdate func(builder.Update)
+	if width, ok := o.liveTerminal(env); ok {
+		view = newLiveView(env.Stderr, width)
+		defer view.Close()
+		onUpdate, attempt.Progress = view.Update, &noteFilter{w: view}
+	}
 	sum, err := builder.Run(cmd.Context(), builder.Options{
 		SpecPath: o.spec, PlanDir: o.plan, Repo: o.run.repo, Out: o.run.out, Branch: o.branch,
 		PlannerModel: plannerModel, Template: tmpl, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
 		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: review,
 		Run: attempt, Python: planner.NewPython3Inspector(), Progress: attempt.Progress,
-		Meter: meter, ResetBudget: o.resetBudget,
+		Meter: meter, ResetBudget: o.resetBudget, OnUpdate: onUpdate,
 	})
+	view.Close() // before the summary and any error
 	var refused *builder.RefusedError
 	if errors.As(err, &refused) {
 		return usagef("%s", refused.Msg)
@@ -162,6 +172,18 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return &internalError{err: pe}
 	}
 	return &internalError{err: err}
+}
+
+// liveTerminal reports whether the build is drawn as live lines, and the
+// terminal's width: on a terminal, unless -v, -q or --json asks otherwise.
+func (o *buildOptions) liveTerminal(env Env) (width func() int, ok bool) {
+	if env.Terminal == nil || o.verbose || o.run.quiet || o.run.jsonOut {
+		return nil, false
+	}
+	if _, ok := env.Terminal(); !ok {
+		return nil, false
+	}
+	return func() int { w, _ := env.Terminal(); return w }, true
 }
 
 func (o *buildOptions) loadTemplate() (string, error) {

@@ -65,6 +65,9 @@ func (failError) Error() string { return "work order failed" }
 type Env struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// Terminal reports whether Stderr is a terminal, and its width; nil
+	// means it is not.
+	Terminal func() (width int, ok bool)
 }
 
 // stopSignals end a run early, with a rollback: Ctrl-C, kill, a closed
@@ -99,7 +102,8 @@ func Main() int {
 			cancel(fmt.Errorf("interrupted by %v", sig))
 		}
 	}()
-	return Run(ctx, os.Args[1:], Env{Stdout: &outputWriter{w: os.Stdout}, Stderr: &outputWriter{w: os.Stderr}, Getenv: os.Getenv})
+	return Run(ctx, os.Args[1:], Env{Stdout: &outputWriter{w: os.Stdout}, Stderr: &outputWriter{w: os.Stderr}, Getenv: os.Getenv,
+		Terminal: stderrTerminalWidth})
 }
 
 // outputWriter passes writes on until one fails, then drops the rest: a

@@ -353,6 +353,15 @@ type Event struct {
 	Stage    string // the failure stage, after finalize of a failed attempt
 	Duration time.Duration
 	Usage    llm.Usage // the model call's, after se
+	// Command is set, instead of the fields above, when a verification or
+	// acceptance command starts (Node "po"), for live views.
+	Command *CommandStart
+}
+
+// CommandStart names a command that has just started.
+type CommandStart struct {
+	Name string   // verify_0, acceptance_1, …: the prefix of its log files
+	Argv []string // as run
 }
 
 func (r *Run) progress(format string, args ...any) {

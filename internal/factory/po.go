@@ -87,6 +87,9 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	stdout := filepath.Join(a.dir, "logs", name+".stdout.txt")
 	stderr := filepath.Join(a.dir, "logs", name+".stderr.txt")
 	r.progress("attempt %d/%d: po: %s: running %s", a.index, r.opts.MaxAttempts, name, truncateChars(quoteArgv(argv), 300))
+	if r.opts.OnEvent != nil {
+		r.opts.OnEvent(Event{Attempt: a.index, Node: nodePO, Command: &CommandStart{Name: name, Argv: argv}})
+	}
 	stop := r.waiting(name + " is running")
 	var recordErr error
 	res := proc.Run(ctx, proc.Spec{

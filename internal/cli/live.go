@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/gitws"
+)
+
+// stderrTerminalWidth reports whether the process's stderr is a terminal,
+// and its width in columns.
+func stderrTerminalWidth() (int, bool) {
+	if _, err := unix.IoctlGetTermios(2, unix.TCGETS); err != nil {
+		return 0, false
+	}
+	ws, err := unix.IoctlGetWinsize(2, unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return 80, true
+	}
+	return int(ws.Col), true
+}
+
+// liveView draws a build on a terminal: one line per work order, redrawn
+// in place while it runs (spinner, elapsed time, the node or command
+// running, the build's tokens and cost so far) and left as a final line
+// when it ends. Lines written to it (notes and warnings) are printed above
+// the live line.
+type liveView struct {
+	mu    sync.Mutex
+	w     io.Writer
+	width func() int
+	now   func() time.Time
+
+	cur      *builder.Update // the running work order or planning; nil between
+	started  time.Time       // of cur's work order (or planning)
+	since    time.Time       // of cur's node or command
+	attempts int
+	frame    int
+	drawn    bool // a live line is on screen
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// clearLine returns the cursor to the start of the line and erases it.
+const clearLine = "\r\x1b[2K"
+
+func newLiveView(w io.Writer, width func() int) *liveView {
+	v := &liveView{w: w, width: width, now: time.Now, stop: make(chan struct{}), done: make(chan struct{})}
+	go v.tick(150 * time.Millisecond)
+	return v
+}
+
+func (v *liveView) tick(every time.Duration) {
+	defer close(v.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.stop:
+			return
+		case <-t.C:
+			v.mu.Lock()
+			v.frame++
+			v.draw()
+			v.mu.Unlock()
+		}
+	}
+}
+
+// Update is a builder.Options.OnUpdate.
+func (v *liveView) Update(u builder.Update) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.now()
+	if v.cur == nil || v.cur.WO != u.WO || v.cur.Planning != u.Planning {
+		v.started, v.attempts = now, 0
+	}
+	if u.Attempt > v.attempts {
+		v.attempts = u.Attempt
+	}
+	if u.Done {
+		v.clear()
+		fmt.Fprintln(v.w, v.fit(v.finalLine(u, now.Sub(v.started))))
+		v.cur = nil
+		return
+	}
+	if v.cur == nil || v.cur.Node != u.Node || !equalArgv(v.cur.Command, u.Command) {
+		v.since = now
+	}
+	v.cur = &u
+	v.draw()
+}
+
+// Write prints whole lines above the live line.
+func (v *liveView) Write(p []byte) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.clear()
+	v.w.Write(p)
+	v.draw()
+	return len(p), nil
+}
+
+// Close stops redrawing and erases the live line. A nil view, or one
+// already closed, does nothing.
+func (v *liveView) Close() {
+	if v == nil {
+		return
+	}
+	v.closeOnce.Do(func() {
+		close(v.stop)
+		<-v.done
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		v.clear()
+	})
+}
+
+func (v *liveView) clear() {
+	if v.drawn {
+		io.WriteString(v.w, clearLine)
+		v.drawn = false
+	}
+}
+
+func (v *liveView) draw() {
+	if v.cur == nil {
+		return
+	}
+	now := v.now()
+	u := v.cur
+	var what string
+	switch {
+	case u.Planning:
+		what = "planning"
+	case len(u.Command) > 0:
+		what = fmt.Sprintf("attempt %d · %s: %s %s", v.attempts, u.Node, strings.Join(u.Command, " "), seconds(now.Sub(v.since)))
+	case u.Node != "":
+		what = fmt.Sprintf("attempt %d · %s", v.attempts, nodeActivity[u.Node])
+	default:
+		what = fmt.Sprintf("attempt %d", v.attempts)
+	}
+	line := fmt.Sprintf("%s %s · %s · %s · %s", spinner[v.frame%len(spinner)], v.label(u), what, seconds(now.Sub(v.started)), spendText(u.Spend))
+	io.WriteString(v.w, clearLine+v.fit(line))
+	v.drawn = true
+}
+
+var nodeActivity = map[string]string{
+	"se":       "se: asking the model",
+	"tr":       "tr: checking and writing",
+	"po":       "po: verifying",
+	"finalize": "finalize",
+}
+
+func (v *liveView) label(u *builder.Update) string {
+	if u.Planning {
+		return "plan"
+	}
+	return fmt.Sprintf("%s %d/%d %s", u.WO, u.Index, u.Total, u.Title)
+}
+
+func (v *liveView) finalLine(u builder.Update, took time.Duration) string {
+	mark, verdict := "✗", u.Verdict
+	switch {
+	case u.Verdict == builder.VerdictPass:
+		mark = "✓"
+	case u.Stage != "":
+		verdict += " (" + u.Stage + ")"
+	}
+	line := fmt.Sprintf("%s %s · %s · %s · %s", mark, v.label(&u), verdict, seconds(took), plural(v.attempts, "attempt"))
+	if u.Commit != "" {
+		line += " · " + gitws.ShortHash(u.Commit)
+	}
+	return line + " · " + spendText(u.Spend)
+}
+
+// fit cuts a line to the terminal's width: a line that wraps cannot be
+// redrawn in place.
+func (v *liveView) fit(line string) string {
+	max := v.width() - 1
+	if max < 10 || utf8.RuneCountInString(line) <= max {
+		return line
+	}
+	r := []rune(line)
+	return string(r[:max-1]) + "…"
+}
+
+func spendText(s builder.Spend) string {
+	if s.CostUSD == nil {
+		return fmt.Sprintf("%d tokens", s.Tokens)
+	}
+	return fmt.Sprintf("%d tokens, $%.4f", s.Tokens, *s.CostUSD)
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+
+func equalArgv(a, b []string) bool {
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
+}
+
+// noteFilter passes on, whole, only the progress lines a user must see
+// even when the live view replaces the detailed ones: notes, warnings and
+// the build's own account of recovery and spending.
+type noteFilter struct {
+	w       io.Writer
+	partial []byte
+}
+
+var notePrefixes = []string{"warning", "note:", "build:", "created repository"}
+
+func (f *noteFilter) Write(p []byte) (int, error) {
+	f.partial = append(f.partial, p...)
+	for {
+		i := bytes.IndexByte(f.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := f.partial[:i+1]
+		trimmed := strings.TrimLeft(string(line), " ")
+		for _, prefix := range notePrefixes {
+			if strings.HasPrefix(trimmed, prefix) {
+				f.w.Write([]byte(trimmed))
+				break
+			}
+		}
+		f.partial = f.partial[i+1:]
+	}
+}
