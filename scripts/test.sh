@@ -39,7 +39,7 @@ apt_install() {
 
 if [ "${FACTORY_TEST_NO_INSTALL:-0}" != 1 ]; then
   missing=()
-  for tool in git python3; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+  for tool in git python3 curl; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (Debian packages)"
