@@ -308,7 +308,9 @@ func (e *eval) runOne(ctx context.Context, k RunKey) {
 	if ctx.Err() != nil || e.stopped() {
 		return
 	}
+	start := e.o.Now()
 	r, budget := e.do(ctx, k)
+	r.WallSeconds = roundSeconds(e.o.Now().Sub(start))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
@@ -416,8 +418,6 @@ func (e *eval) do(ctx context.Context, k RunKey) (Result, *llm.BudgetError) {
 	c := e.cases[k.Case]
 	p := e.paths(k)
 	r := Result{Case: k.Case, Model: k.Model, Run: k.Run, Status: StatusError, ChecksTotal: len(c.Checks), Repo: p.repo}
-	start := e.o.Now()
-	defer func() { r.WallSeconds = roundSeconds(e.o.Now().Sub(start)) }()
 	fail := func(err error) (Result, *llm.BudgetError) {
 		r.Status, r.Error = StatusError, err.Error()
 		return r, nil
