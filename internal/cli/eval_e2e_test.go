@@ -71,7 +71,7 @@ type evalFixture struct {
 // dirOutsideTmp is a new directory outside /tmp when the machine allows
 // it: the sandbox shows confined commands nothing of the host's /tmp but
 // the work tree, so only a suite elsewhere shows that hiding works.
-func dirOutsideTmp(t *testing.T) string {
+func dirOutsideTmp(t testing.TB) string {
 	t.Helper()
 	if dir, err := os.MkdirTemp("/var/tmp", "factory-eval-test-"); err == nil {
 		t.Cleanup(func() { os.RemoveAll(dir) })
@@ -80,7 +80,7 @@ func dirOutsideTmp(t *testing.T) string {
 	return t.TempDir()
 }
 
-func newEvalFixture(t *testing.T) *evalFixture {
+func newEvalFixture(t testing.TB) *evalFixture {
 	t.Helper()
 	root := dirOutsideTmp(t)
 	f := &evalFixture{suite: filepath.Join(root, "suite"), out: filepath.Join(root, "out")}
@@ -138,7 +138,7 @@ type evalServers struct {
 	se      *llmtest.Server
 }
 
-func (f *evalFixture) serve(t *testing.T, plannerFor func(model, name string) llmtest.ResponsesReply) *evalServers {
+func (f *evalFixture) serve(t testing.TB, plannerFor func(model, name string) llmtest.ResponsesReply) *evalServers {
 	t.Helper()
 	if plannerFor == nil {
 		plannerFor = func(_, name string) llmtest.ResponsesReply { return llmtest.ResponsesReply{Content: f.plans[name]} }
@@ -182,12 +182,12 @@ func (f *evalFixture) args(url, out string, extra ...string) []string {
 		"--llm-base-url", url, "--poll-interval", "10ms", "--retry-backoff", "1ms"}, extra...)
 }
 
-func evalEnv(t *testing.T) []string {
+func evalEnv(t testing.TB) []string {
 	return append(gitEnv(t.TempDir()), "OPENAI_API_KEY=test-key")
 }
 
 // evalDir is the one eval directory under out.
-func evalDir(t *testing.T, out string) string {
+func evalDir(t testing.TB, out string) string {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(out, "evals", "*"))
 	if len(dirs) != 1 {
@@ -198,7 +198,7 @@ func evalDir(t *testing.T, out string) string {
 
 // readEvalResults reads results.jsonl with what depends on the machine or
 // the clock blanked: wall time and paths under out.
-func readEvalResults(t *testing.T, out string) []eval.Result {
+func readEvalResults(t testing.TB, out string) []eval.Result {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(evalDir(t, out), eval.ResultsFile))
 	if err != nil {
@@ -482,5 +482,25 @@ func TestEvalInterruptThenResume(t *testing.T) {
 	}
 	if got := readEvalResults(t, f.out); len(got) != 6 {
 		t.Errorf("after the resume %d results, want 6", len(got))
+	}
+}
+
+// BenchmarkEvalJobs compares -j 1 with -j 4 on the suite of TestEval (3
+// cases × 2 models × 2 runs, 12 builds and their checks), each iteration
+// into a new --out:
+//
+//	go test ./internal/cli -run '^$' -bench EvalJobs -benchtime 1x
+func BenchmarkEvalJobs(b *testing.B) {
+	f := newEvalFixture(b)
+	srv := f.serve(b, nil)
+	for _, jobs := range []string{"1", "4"} {
+		b.Run("j"+jobs, func(b *testing.B) {
+			for i := range b.N {
+				out := filepath.Join(filepath.Dir(f.out), fmt.Sprintf("bench-j%s-%d", jobs, i))
+				if res := runFactory(b, evalEnv(b), f.args(srv.url, out, "--runs", "2", "-j", jobs)...); res.code != ExitPass {
+					b.Fatalf("eval -j %s: exit %d\n%s", jobs, res.code, res.stderr)
+				}
+			}
+		})
 	}
 }
