@@ -39,7 +39,7 @@ func TestLoadCase(t *testing.T) {
 		{"neither spec nor plan", map[string]string{"case.toml": goodCheck}, `give spec = "FILE" or plan = "DIR"`},
 		{"both spec and plan", map[string]string{"case.toml": "spec = \"spec.md\"\nplan = \"plan\"\n" + goodCheck, "spec.md": "x", "plan/x": ""}, "cannot both be given"},
 		{"missing spec", map[string]string{"case.toml": "spec = \"nope.md\"\n" + goodCheck}, `spec = "nope.md": does not exist`},
-		{"spec outside the case", map[string]string{"case.toml": "spec = \"../other.md\"\n" + goodCheck}, "does not exist"},
+		{"spec outside the case", map[string]string{"case.toml": "spec = \"../other.md\"\n" + goodCheck}, "must be inside the case directory"},
 		{"absolute hidden", map[string]string{"case.toml": "spec = \"spec.md\"\nhidden = \"/etc\"\n" + goodCheck, "spec.md": "x"}, "must be relative"},
 		{"hidden is a file", map[string]string{"case.toml": "spec = \"spec.md\"\nhidden = \"spec.md\"\n" + goodCheck, "spec.md": "x"}, "is not a directory"},
 		{"no checks", map[string]string{"case.toml": "spec = \"spec.md\"\n", "spec.md": "x"}, "no [[checks]]"},
