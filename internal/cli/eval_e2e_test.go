@@ -504,3 +504,24 @@ func BenchmarkEvalJobs(b *testing.B) {
 		})
 	}
 }
+
+// --max-tokens bounds the whole eval: at the limit no request is sent, the
+// eval exits 5 and nothing is recorded, so the next invocation does the runs.
+func TestEvalBudget(t *testing.T) {
+	f := newEvalFixture(t)
+	srv := f.serve(t, nil)
+	res := runFactory(t, evalEnv(t), f.args(srv.url, f.out, "--case", "add", "-j", "1", "--max-tokens", "50")...)
+	if res.code != ExitBudget || !strings.Contains(res.stderr, "token budget reached") {
+		t.Fatalf("eval exit %d, want 5\n%s", res.code, res.stderr)
+	}
+	if n := len(srv.requests()); n != 0 {
+		t.Errorf("%d requests sent past the budget", n)
+	}
+	if got := readEvalResults(t, f.out); len(got) != 0 {
+		t.Errorf("runs stopped at the budget were recorded: %+v", lines(got))
+	}
+	res = runFactory(t, evalEnv(t), f.args(srv.url, f.out, "--case", "add", "-j", "1")...)
+	if res.code != ExitPass || !strings.Contains(res.stderr, "0 already finished, 2 to do") || len(readEvalResults(t, f.out)) != 2 {
+		t.Errorf("after the budget: exit %d\n%s", res.code, res.stderr)
+	}
+}
