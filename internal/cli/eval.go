@@ -75,7 +75,7 @@ far kept); 5 budget reached.`,
 	f.StringArrayVar(&o.models, "llm-model", nil, "a model to evaluate (repeatable; required): "+modelHelp)
 	f.StringVar(&o.build.run.out, "out", "", "directory for the eval's runs and results, outside the suite (required)")
 	f.IntVar(&o.runs, "runs", 1, "runs of each case per model")
-	f.IntVarP(&o.jobs, "jobs", "j", max(runtime.NumCPU()/2, 1), "runs built at once")
+	f.IntVarP(&o.jobs, "jobs", "j", 0, "runs built at once (0: half the CPUs, at least 1)")
 	f.StringArrayVar(&o.cases, "case", nil, "run only this case (repeatable)")
 	f.Float64Var(&o.minSolveRate, "min-solve-rate", 0, "exit 1 when a model's solve rate (0 to 1) is below this: a CI gate")
 	// The attempt flags of run and build, but for --llm-model (repeatable
@@ -110,12 +110,15 @@ func runEval(cmd *cobra.Command, o *evalOptions, env Env) error {
 		return err
 	}
 	switch {
-	case o.runs < 1 || o.jobs < 1:
-		return usagef("--runs and --jobs must be at least 1")
+	case o.runs < 1 || o.jobs < 0:
+		return usagef("--runs must be at least 1 and --jobs cannot be negative")
 	case o.minSolveRate < 0 || o.minSolveRate > 1:
 		return usagef("--min-solve-rate %v: give a rate between 0 and 1, e.g. 0.6", o.minSolveRate)
 	case o.recordDir != "" && o.replayDir != "":
 		return usagef("--record and --replay cannot be used together")
+	}
+	if o.jobs == 0 {
+		o.jobs = max(runtime.NumCPU()/2, 1)
 	}
 	names, err := o.modelNames()
 	if err != nil {
