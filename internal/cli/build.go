@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
@@ -84,6 +86,13 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "on a terminal, print every step instead of one live line per work order")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
+	addPlannerFlags(f, o)
+	return cmd
+}
+
+// addPlannerFlags registers the flags that shape the planner of a build
+// (build and eval).
+func addPlannerFlags(f *pflag.FlagSet, o *buildOptions) {
 	f.IntVar(&o.planMaxAttempts, "plan-max-attempts", 3, "planner calls per validation loop")
 	f.StringVar(&o.template, "template", "", "custom planner prompt template; must contain {{PRODUCT_SPEC}} (default: the built-in one)")
 	f.StringVar(&o.effort, "reasoning-effort", "medium", "planner reasoning effort (e.g. low, medium, high; empty to omit)")
@@ -94,13 +103,20 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.IntVar(&o.maxWaitSeconds, "max-wait-seconds", 1800, "bound on waiting for one background planner response")
 	f.DurationVar(&o.pollInterval, "poll-interval", llm.DefaultPollInterval, "how often to poll a background planner response")
 	f.DurationVar(&o.backoff, "retry-backoff", llm.DefaultRetryBase, "first wait before retrying a planner request that failed in transit")
-	return cmd
 }
 
-func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
+// checkPlannerFlags applies --no-review and checks the planner flags.
+func (o *buildOptions) checkPlannerFlags(cmd *cobra.Command) error {
 	if noReview, _ := cmd.Flags().GetBool("no-review"); noReview {
 		o.review = false
 	}
+	if o.planMaxAttempts < 1 || o.maxOutputTokens < 1 || o.maxWaitSeconds < 1 || o.pollInterval <= 0 || o.backoff <= 0 {
+		return usagef("--plan-max-attempts, --max-output-tokens, --max-wait-seconds, --poll-interval and --retry-backoff must be positive")
+	}
+	return nil
+}
+
+func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	if err := requireFlags("build", required{"--repo", o.run.repo}, required{"--out", o.run.out},
 		required{"--llm-model", o.run.model}); err != nil {
 		return err
@@ -113,8 +129,8 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	case builder.IsProtectedBranch(o.branch):
 		return usagef("--branch %s: factory build never works on main or master; give another branch (default factory/<plan hash>)", o.branch)
 	}
-	if o.planMaxAttempts < 1 || o.maxOutputTokens < 1 || o.maxWaitSeconds < 1 || o.pollInterval <= 0 || o.backoff <= 0 {
-		return usagef("--plan-max-attempts, --max-output-tokens, --max-wait-seconds, --poll-interval and --retry-backoff must be positive")
+	if err := o.checkPlannerFlags(cmd); err != nil {
+		return err
 	}
 	tmpl, err := o.loadTemplate()
 	if err != nil {
@@ -128,23 +144,18 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	if err != nil {
 		return err
 	}
-	attempt.Model, attempt.Prices = seModel, meter.Prices()
-	_, attempt.ModelName, _ = parseModelSpec(o.run.model)
-	review, _ := reviewModelName(o.run.model, o.reviewModel)
+	bo := o.builderOptions(tmpl, attempt, seModel, plannerModel, meter)
+	bo.SpecPath, bo.PlanDir, bo.Repo, bo.Out, bo.Branch = o.spec, o.plan, o.run.repo, o.run.out, o.branch
+	bo.ResetBudget = o.resetBudget
 	var view *liveView
-	var onUpdate func(builder.Update)
 	if width, ok := o.liveTerminal(env); ok {
 		view = newLiveView(env.Stderr, width)
 		defer view.Close()
-		onUpdate, attempt.Progress = view.Update, &noteFilter{w: view}
+		bo.OnUpdate = view.Update
+		bo.Progress = &noteFilter{w: view}
+		bo.Run.Progress = bo.Progress
 	}
-	sum, err := builder.Run(cmd.Context(), builder.Options{
-		SpecPath: o.spec, PlanDir: o.plan, Repo: o.run.repo, Out: o.run.out, Branch: o.branch,
-		PlannerModel: plannerModel, Template: tmpl, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
-		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: review,
-		Run: attempt, Python: planner.NewPython3Inspector(), Progress: attempt.Progress,
-		Meter: meter, ResetBudget: o.resetBudget, OnUpdate: onUpdate,
-	})
+	sum, err := builder.Run(cmd.Context(), bo)
 	view.Close() // before the summary and any error
 	var refused *builder.RefusedError
 	if errors.As(err, &refused) {
@@ -184,6 +195,20 @@ func (o *buildOptions) liveTerminal(env Env) (width func() int, ok bool) {
 		return nil, false
 	}
 	return func() int { w, _ := env.Terminal(); return w }, true
+}
+
+// builderOptions are the options of a build with its models connected
+// (see models), but for what to build and where.
+func (o *buildOptions) builderOptions(tmpl string, attempt factory.Options, se, plan llm.Model, meter *llm.Meter) builder.Options {
+	attempt.Model, attempt.Prices = se, meter.Prices()
+	_, attempt.ModelName, _ = parseModelSpec(o.run.model)
+	review, _ := reviewModelName(o.run.model, o.reviewModel)
+	return builder.Options{
+		PlannerModel: plan, Template: tmpl, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
+		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: review,
+		Run: attempt, Python: planner.NewPython3Inspector(), Progress: attempt.Progress,
+		Meter: meter,
+	}
 }
 
 func (o *buildOptions) loadTemplate() (string, error) {

@@ -442,7 +442,7 @@ func TestBuildFromSpec(t *testing.T) {
 
 // routeByPath serves one base URL that forwards each path prefix to its
 // own scripted server, so planner and SE calls can share --llm-base-url.
-func routeByPath(t *testing.T, routes map[string]string) string {
+func routeByPath(t testing.TB, routes map[string]string) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	for prefix, target := range routes {

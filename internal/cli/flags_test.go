@@ -195,6 +195,7 @@ func TestSubcommandHelpExitCodes(t *testing.T) {
 		{"plan", []string{"0 plan written", "1 the plan is still invalid", "2 refused before anything was created", "3 error"}},
 		{"validate", []string{"0 no errors", "1 errors found", "2 usage error"}},
 		{"recover", []string{"0 recovered", "2 refused", "3 the restore failed"}},
+		{"eval", []string{"0 the eval ran", "1 --min-solve-rate given", "2 usage (nothing created)", "3 interrupted or internal error", "5 budget reached"}},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Run(context.Background(), []string{tt.cmd, "--help"}, Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }})

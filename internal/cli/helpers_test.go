@@ -52,7 +52,7 @@ func newRepo(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for p, content := range files {
 		full := filepath.Join(dir, filepath.FromSlash(p))
@@ -121,14 +121,14 @@ type runOut struct {
 }
 
 // factoryCmd runs the real binary (the re-executed test binary on PATH).
-func factoryCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
+func factoryCmd(t testing.TB, env []string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("factory", args...)
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }
 
-func runFactory(t *testing.T, env []string, args ...string) runOut {
+func runFactory(t testing.TB, env []string, args ...string) runOut {
 	t.Helper()
 	cmd := factoryCmd(t, env, args...)
 	var stdout, stderr bytes.Buffer
@@ -144,7 +144,7 @@ func runFactory(t *testing.T, env []string, args ...string) runOut {
 	return runOut{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
-func readJSON(t *testing.T, path string, v any) {
+func readJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -45,6 +45,7 @@ type ResponsesServer struct {
 
 	mu      sync.Mutex
 	replies []ResponsesReply
+	answer  func(req map[string]any) ResponsesReply // StartResponsesFunc
 	requestLog
 	live    map[string]*liveResponse
 	created int
@@ -69,6 +70,15 @@ func StartResponses(t testing.TB, replies ...ResponsesReply) *ResponsesServer {
 	ts := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(ts.Close)
 	s.URL = ts.URL + "/v1"
+	return s
+}
+
+// StartResponsesFunc answers every submission with answer(the decoded
+// request body), for submissions that arrive in no fixed order.
+func StartResponsesFunc(t testing.TB, answer func(req map[string]any) ResponsesReply) *ResponsesServer {
+	t.Helper()
+	s := StartResponses(t)
+	s.answer = answer
 	return s
 }
 
@@ -97,6 +107,9 @@ func (s *ResponsesServer) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requestLog.add(req, r.Header)
+	if s.answer != nil { // HTTPErrors[0], if any, fails this submission
+		s.replies = []ResponsesReply{s.answer(req)}
+	}
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		writeError(w, http.StatusInternalServerError, "llmtest: script exhausted")

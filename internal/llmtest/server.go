@@ -35,6 +35,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	replies []Reply
+	answer  func(req map[string]any) Reply // StartFunc
 	requestLog
 }
 
@@ -46,6 +47,16 @@ func Start(t testing.TB, replies ...Reply) *Server {
 	ts := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(ts.Close)
 	s.URL = ts.URL + "/v1"
+	return s
+}
+
+// StartFunc serves every request with answer(the decoded request body),
+// for requests that arrive in no fixed order, such as those of builds run
+// in parallel.
+func StartFunc(t testing.TB, answer func(req map[string]any) Reply) *Server {
+	t.Helper()
+	s := Start(t)
+	s.answer = answer
 	return s
 }
 
@@ -62,6 +73,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requestLog.add(req, r.Header)
+	if s.answer != nil {
+		s.replies = []Reply{s.answer(req)}
+	}
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")

@@ -1,0 +1,9 @@
+"""Run-length encoding."""
+
+
+def encode(s):
+    raise NotImplementedError
+
+
+def decode(s):
+    raise NotImplementedError
