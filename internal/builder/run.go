@@ -33,14 +33,8 @@ var errWorkOrderFailed = errors.New("a work order failed")
 // runAll gets the plan, switches to the build branch and runs every work
 // order without a commit, in order, stopping at the first that fails.
 func (b *builder) runAll(ctx context.Context) error {
-	if err := b.loadPlan(ctx); err != nil {
+	if err := b.planStep(ctx); err != nil {
 		b.sum.Verdict = verdictOf(err)
-		var invalid *PlanInvalidError
-		if errors.As(err, &invalid) {
-			for _, i := range invalid.Issues {
-				b.progress("%s", i)
-			}
-		}
 		return err
 	}
 	if err := b.repo.SwitchBranch(ctx, b.sum.Branch, b.base); err != nil {
@@ -75,6 +69,19 @@ func (b *builder) runAll(ctx context.Context) error {
 	b.sum.Verdict = VerdictPass
 	b.progress("build %s: PASS, %d work orders committed on %s", b.sum.PlanHash, len(b.plan.WorkOrders), b.sum.Branch)
 	return nil
+}
+
+// planStep gets the plan (loadPlan) and prints the issues of an invalid
+// one.
+func (b *builder) planStep(ctx context.Context) error {
+	err := b.loadPlan(ctx)
+	var invalid *PlanInvalidError
+	if errors.As(err, &invalid) {
+		for _, i := range invalid.Issues {
+			b.progress("%s", i)
+		}
+	}
+	return err
 }
 
 func verdictOf(err error) string {
@@ -211,8 +218,21 @@ func Passed(ctx context.Context, repo *gitws.Repo, tip, planHash, base string) (
 
 // runOne runs work order i through the factory and commits it on PASS.
 func (b *builder) runOne(ctx context.Context, i int) error {
-	wo := b.plan.WorkOrders[i]
-	line := &b.sum.WorkOrders[i]
+	line, err := b.workOrder(ctx, b.plan.WorkOrders[i])
+	b.sum.WorkOrders[i] = line
+	return err
+}
+
+// workOrder runs wo through the factory on the checked-out build branch
+// and commits it on PASS; the line says how it went. It is the whole of a
+// work order's path, shared by the local loop and RunWorkOrder.
+func (b *builder) workOrder(ctx context.Context, wo workorder.WorkOrder) (WorkOrder, error) {
+	line := &WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}
+	err := b.workOrderInto(ctx, wo, line)
+	return *line, err
+}
+
+func (b *builder) workOrderInto(ctx context.Context, wo workorder.WorkOrder, line *WorkOrder) error {
 	before := b.spent()
 	b.progress("%s: %s", wo.ID, wo.Title)
 	b.event(map[string]any{"event": "wo_start", "wo": wo.ID})
