@@ -29,6 +29,7 @@ type buildOptions struct {
 	review                bool
 	maxWaitSeconds        int
 	pollInterval, backoff time.Duration
+	temporal              buildTemporalFlags // --temporal: on workers (temporal.go)
 }
 
 func newBuildCmd(env Env) *cobra.Command {
@@ -86,12 +87,16 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.IntVar(&o.maxWaitSeconds, "max-wait-seconds", 1800, "bound on waiting for one background planner response")
 	f.DurationVar(&o.pollInterval, "poll-interval", llm.DefaultPollInterval, "how often to poll a background planner response")
 	f.DurationVar(&o.backoff, "retry-backoff", llm.DefaultRetryBase, "first wait before retrying a planner request that failed in transit")
+	o.temporal.add(f)
 	return cmd
 }
 
 func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	if noReview, _ := cmd.Flags().GetBool("no-review"); noReview {
 		o.review = false
+	}
+	if o.temporal.hostPort != "" {
+		return runBuildTemporal(cmd, o, env)
 	}
 	if err := requireFlags("build", required{"--repo", o.run.repo}, required{"--out", o.run.out},
 		required{"--llm-model", o.run.model}); err != nil {

@@ -35,6 +35,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	replies []Reply
+	route   func(prompt string) Reply
 	requestLog
 }
 
@@ -46,6 +47,15 @@ func Start(t testing.TB, replies ...Reply) *Server {
 	ts := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(ts.Close)
 	s.URL = ts.URL + "/v1"
+	return s
+}
+
+// StartRouted serves route's reply to each request's user prompt, for
+// tests whose requests may come in any order or more than once (several
+// workers, retries).
+func StartRouted(t testing.TB, route func(prompt string) Reply) *Server {
+	s := Start(t)
+	s.route = route
 	return s
 }
 
@@ -62,6 +72,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.requestLog.add(req, r.Header)
+	if s.route != nil {
+		s.replies = []Reply{s.route(userPrompt(req))}
+	}
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -111,7 +124,11 @@ func (s *Server) UserPrompt(i int) string {
 	if i >= len(reqs) {
 		return ""
 	}
-	msgs, _ := reqs[i]["messages"].([]any)
+	return userPrompt(reqs[i])
+}
+
+func userPrompt(req map[string]any) string {
+	msgs, _ := req["messages"].([]any)
 	for _, m := range msgs {
 		mm, _ := m.(map[string]any)
 		if mm["role"] == "user" {
