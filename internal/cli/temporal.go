@@ -181,7 +181,11 @@ func printTemporalResult(env Env, asJSON bool, res temporal.BuildResult) {
 	for _, w := range res.WorkOrders {
 		line := workOrderLine(w.WorkOrder)
 		if w.Worker != "" {
-			line += "  [" + w.Worker + "]"
+			first, rest, _ := strings.Cut(line, "\n")
+			line = first + "  [" + w.Worker + "]"
+			if rest != "" {
+				line += "\n" + rest
+			}
 		}
 		fmt.Fprintf(env.Stdout, "  %s\n", line)
 	}

@@ -193,7 +193,7 @@ func (s *submitter) workflowID(t *testing.T) string {
 // temporalBuildArgs are the submitter's arguments for f's plan.
 func temporalBuildArgs(addr, url string, f *buildFixture, extra ...string) []string {
 	return append([]string{"build", "--temporal", addr, "--repo-url", url, "--base", "main", "--plan", f.plan,
-		"--llm-model", "test-model", "--timeout-seconds", "60", "--max-attempts", "2", "--heartbeat-timeout", "3s"}, extra...)
+		"--llm-model", "test-model", "--timeout-seconds", "60", "--max-attempts", "2", "--heartbeat-timeout", "10s"}, extra...)
 }
 
 // routeWorkOrders answers each work order's prompt with its reply and
@@ -347,4 +347,203 @@ func historyBytes(t *testing.T, addr, id string) []byte {
 		out = append(out, b...)
 	}
 	return out
+}
+
+// recordedGroup is the process group the worker's copy records as
+// running (gitws's command.json).
+func recordedGroup(t *testing.T, cache string) int {
+	t.Helper()
+	var c struct {
+		PGID int `json:"pgid"`
+	}
+	readJSON(t, filepath.Join(cache, ".git", "factory", "command.json"), &c)
+	if c.PGID <= 0 {
+		t.Fatalf("no process group recorded in %s", cache)
+	}
+	return c.PGID
+}
+
+func groupAlive(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+
+// The worker running WO-02 is SIGKILLed while WO-02's acceptance command
+// runs: its command dies with it, the other worker takes WO-02 over, the
+// build completes with WO-02 committed once and WO-01 neither redone nor
+// asked of the model again.
+func TestTemporalWorkerKilled(t *testing.T) {
+	addr := startTemporal(t)
+	f := newSlowBuildFixture(t)
+	url, remote := bareRemote(t, f.repo)
+	routes := newRoutes(passingReplies)
+	srv := llmtest.StartRouted(t, routes.route)
+	env := []string{"OPENAI_API_KEY=k"}
+	a := startWorker(t, addr, "worker-a", env, "--llm-base-url", srv.URL)
+	// A short heartbeat timeout: worker-b takes WO-02 over soon after.
+	s := submit(t, nil, temporalBuildArgs(addr, url, f, "--heartbeat-timeout", "4s")...)
+	id := s.workflowID(t)
+	waitFor(t, "WO-02's acceptance command on worker-a", func() bool { return exists(filepath.Join(a.cache(id), startedFile)) })
+	pgid := recordedGroup(t, a.cache(id))
+	if !groupAlive(pgid) {
+		t.Fatalf("process group %d of the acceptance command is not running", pgid)
+	}
+	b := startWorker(t, addr, "worker-b", env, "--llm-base-url", srv.URL)
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	waitFor(t, "the killed worker's command to die", func() bool { return !groupAlive(pgid) })
+	waitFor(t, "WO-02's acceptance command on worker-b", func() bool { return exists(filepath.Join(b.cache(id), startedFile)) })
+	writeFiles(t, b.cache(id), map[string]string{releaseFile: ""})
+	if code := s.wait(t, 60*time.Second); code != ExitPass {
+		t.Fatalf("exit %d\n%s%s\nworker-a:\n%s", code, s.stdout.String(), s.stderr.String(), a.out.String())
+	}
+	if !strings.Contains(s.stdout.String(), "WO-02 ") || !strings.Contains(s.stdout.String(), "[worker-b]") {
+		t.Errorf("summary:\n%s", s.stdout.String())
+	}
+	if n := routes.count("WO-01"); n != 1 {
+		t.Errorf("the model was asked for WO-01 %d times over the build, want 1", n)
+	}
+	if n := routes.count("WO-02"); n != 2 {
+		t.Errorf("the model was asked for WO-02 %d times, want 2 (once per worker)", n)
+	}
+	res := temporalStatus(t, addr, id)
+	if res.Verdict != builder.VerdictPass || res.WorkOrders[0].Worker != "worker-a" || res.WorkOrders[1].Worker != "worker-b" {
+		t.Errorf("status: %+v", res)
+	}
+	clone := remoteBranch(t, remote, res.Branch)
+	checkCommits(t, clone, git(t, f.repo, "rev-parse", "HEAD"), committed)
+}
+
+// temporalStatus is `factory status --temporal --workflow ID --json`.
+func temporalStatus(t *testing.T, addr, id string) temporal.BuildResult {
+	t.Helper()
+	out := runFactory(t, nil, "status", "--temporal", addr, "--workflow", id, "--json")
+	if out.code != ExitPass {
+		t.Fatalf("status: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	var res temporal.BuildResult
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out.stdout)
+	}
+	return res
+}
+
+// A work order that fails ends the workflow with FAIL (exit 1) after its
+// attempts; a key the provider rejects ends it with exit 3 and the
+// provider's message. Neither is retried.
+func TestTemporalFailAndBadKey(t *testing.T) {
+	addr := startTemporal(t)
+	t.Run("fail", func(t *testing.T) {
+		f := newBuildFixture(t, buildPlan(""))
+		url, remote := bareRemote(t, f.repo)
+		routes := newRoutes(map[string][]llmtest.Reply{"WO-01": {replyWO01}, "WO-02": {replyWO02Bad}, "WO-03": {replyWO03}})
+		srv := llmtest.StartRouted(t, routes.route)
+		startWorker(t, addr, "worker-fail", []string{"OPENAI_API_KEY=k"}, "--llm-base-url", srv.URL, "--task-queue", "fail")
+		res := runFactory(t, gitEnv(t.TempDir()), temporalBuildArgs(addr, url, f, "--task-queue", "fail")...)
+		if res.code != ExitFail || !strings.Contains(res.stdout, "verdict: FAIL") || !strings.Contains(res.stdout, "verify_failed") {
+			t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", res.code, ExitFail, res.stdout, res.stderr)
+		}
+		if !strings.Contains(res.stderr, "WO-02: FAIL at verify_failed after 2 attempt(s)") {
+			t.Errorf("progress lacks the FAIL line:\n%s", res.stderr)
+		}
+		if routes.count("WO-01") != 1 || routes.count("WO-02") != 2 || routes.count("WO-03") != 0 {
+			t.Errorf("model asked %v, want WO-01 once, WO-02 twice (its attempts)", routes.asked)
+		}
+		clone := remoteBranch(t, remote, "factory/"+planHashOf(t, f))
+		checkCommits(t, clone, git(t, f.repo, "rev-parse", "HEAD"), map[string][]string{"WO-01": committed["WO-01"]})
+	})
+	t.Run("bad key", func(t *testing.T) {
+		f := newBuildFixture(t, buildPlan(""))
+		url, _ := bareRemote(t, f.repo)
+		srv := llmtest.StartRouted(t, func(string) llmtest.Reply {
+			return llmtest.Reply{Status: 401, Body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`}
+		})
+		startWorker(t, addr, "worker-key", []string{"OPENAI_API_KEY=bad"}, "--llm-base-url", srv.URL, "--task-queue", "key")
+		res := runFactory(t, gitEnv(t.TempDir()), temporalBuildArgs(addr, url, f, "--task-queue", "key")...)
+		if res.code != ExitInternal || !strings.Contains(res.stderr, "rejected the API key (HTTP 401): check OPENAI_API_KEY") {
+			t.Fatalf("exit %d, want %d with the provider's message\n%s%s", res.code, ExitInternal, res.stdout, res.stderr)
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Errorf("%d model requests, want 1: a rejected key is not retried", n)
+		}
+	})
+}
+
+// --max-cost-usd covers the whole build: WO-01's answer costs more than
+// the budget, so WO-02 (on whichever worker) is refused before its call.
+func TestTemporalBudget(t *testing.T) {
+	addr := startTemporal(t)
+	f := newBuildFixture(t, buildPlan(""))
+	url, remote := bareRemote(t, f.repo)
+	wo1 := anthropicReply(replyWO01)
+	wo1.OutputTokens = 1_000_000
+	srv := llmtest.StartAnthropic(t, wo1, anthropicReply(replyWO02))
+	for _, id := range []string{"worker-a", "worker-b"} {
+		startWorker(t, addr, id, []string{"ANTHROPIC_API_KEY=ak"}, "--llm-base-url", srv.URL)
+	}
+	args := temporalBuildArgs(addr, url, f, "--json", "--max-cost-usd", "5")
+	args[slicesIndex(args, "test-model")] = "anthropic:claude-sonnet-4-5"
+	res := runFactory(t, gitEnv(t.TempDir()), args...)
+	if res.code != ExitBudget || !strings.Contains(res.stderr, "cost budget reached") || !strings.Contains(res.stderr, "of $5.0000 spent") {
+		t.Fatalf("exit %d, want %d\n%s%s", res.code, ExitBudget, res.stdout, res.stderr)
+	}
+	var sum temporal.BuildResult
+	if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Verdict != builder.VerdictBudget || sum.Tokens < 1_000_000 || sum.CostUSD == nil || *sum.CostUSD <= 5 ||
+		sum.WorkOrders[1].Outcome != builder.OutcomePending || srv.Remaining() != 1 {
+		t.Errorf("replies left %d; result %+v", srv.Remaining(), sum)
+	}
+	clone := remoteBranch(t, remote, sum.Branch)
+	checkCommits(t, clone, git(t, f.repo, "rev-parse", "HEAD"), map[string][]string{"WO-01": committed["WO-01"]})
+}
+
+func slicesIndex(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	panic(v + " not found")
+}
+
+// factory cancel during a work order: the worker rolls it back (its copy
+// is clean, at WO-01's commit), the submitter exits 3, the remote branch
+// keeps WO-01.
+func TestTemporalCancel(t *testing.T) {
+	addr := startTemporal(t)
+	f := newSlowBuildFixture(t)
+	url, remote := bareRemote(t, f.repo)
+	routes := newRoutes(passingReplies)
+	srv := llmtest.StartRouted(t, routes.route)
+	w := startWorker(t, addr, "worker-a", []string{"OPENAI_API_KEY=k"}, "--llm-base-url", srv.URL)
+	s := submit(t, nil, temporalBuildArgs(addr, url, f)...)
+	id := s.workflowID(t)
+	waitFor(t, "WO-02's acceptance command", func() bool { return exists(filepath.Join(w.cache(id), startedFile)) })
+	pgid := recordedGroup(t, w.cache(id))
+	if out := runFactory(t, nil, "cancel", "--temporal", addr, "--workflow", id); out.code != ExitPass {
+		t.Fatalf("cancel: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+	if code := s.wait(t, 30*time.Second); code != ExitInternal || !strings.Contains(s.stderr.String(), "canceled") {
+		t.Fatalf("submitter: exit %d, want %d\n%s%s", code, ExitInternal, s.stdout.String(), s.stderr.String())
+	}
+	if groupAlive(pgid) {
+		t.Error("the canceled work order's command still runs")
+	}
+	branch := "factory/" + planHashOf(t, f)
+	clone := remoteBranch(t, remote, branch)
+	checkCommits(t, clone, git(t, f.repo, "rev-parse", "HEAD"), map[string][]string{"WO-01": committed["WO-01"]})
+	cache := w.cache(id)
+	if st := git(t, cache, "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("the worker's copy is not rolled back:\n%s", st)
+	}
+	if head, want := git(t, cache, "rev-parse", "HEAD"), git(t, clone, "rev-parse", "HEAD"); head != want {
+		t.Errorf("the worker's copy is at %s, want WO-01's commit %s", head, want)
+	}
+	if exists(filepath.Join(cache, ".git", "factory", "journal.json")) {
+		t.Error("the canceled attempt's journal is still there")
+	}
+	if res := temporalStatus(t, addr, id); res.Verdict != temporal.VerdictCanceled || res.WorkOrders[0].Outcome != builder.OutcomePassed {
+		t.Errorf("status: %+v", res)
+	}
 }

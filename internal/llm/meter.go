@@ -164,6 +164,15 @@ func NewMeter(model Model, prices *Prices, budget Budget) *Meter {
 	return &Meter{model: model, prices: prices, budget: budget}
 }
 
+// Carry counts t, spent by earlier calls elsewhere (an earlier step of a
+// build on another machine), as if m had made those calls: against its
+// budget and in its snapshots.
+func (m *Meter) Carry(t Tally) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.total = m.total.Add(t)
+}
+
 // Prices is the price table m uses.
 func (m *Meter) Prices() *Prices { return m.prices }
 

@@ -74,8 +74,9 @@ type session struct {
 	prior Spend // by earlier attempts of this step (their last heartbeat)
 	base  Spend // by the workflow before this step
 
-	mu    sync.Mutex
-	meter *llm.Meter
+	mu      sync.Mutex
+	meter   *llm.Meter
+	carried llm.Tally // base and prior, carried into the meter
 
 	stopHeartbeat func()
 	cancel        context.CancelFunc
@@ -154,31 +155,38 @@ func (s *session) startHeartbeat(ctx context.Context) {
 func (s *session) stepSpend() Spend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sp := s.prior
-	if s.meter != nil {
-		t := s.meter.Snapshot()
-		sp = sp.add(Spend{Tokens: t.TotalTokens, CostUSD: t.CostUSD, Unpriced: t.UnpricedCalls > 0})
+	if s.meter == nil {
+		return s.prior
 	}
-	return sp
+	return s.prior.add(spendOf(s.meter.Snapshot().Sub(s.carried)))
 }
 
-// models connects the step's models with what is left of the budget.
+func spendOf(t llm.Tally) Spend {
+	return Spend{Tokens: t.TotalTokens, CostUSD: t.CostUSD, Unpriced: t.UnpricedCalls > 0}
+}
+
+// tally is s as a Tally a Meter can carry.
+func (s Spend) tally() llm.Tally {
+	t := llm.Tally{TotalTokens: s.Tokens, CostUSD: s.CostUSD}
+	if s.Unpriced {
+		t.UnpricedCalls = 1
+	}
+	return t
+}
+
+// models connects the step's models with the build's budget; their
+// meter carries what the build spent before (earlier steps, and earlier
+// attempts of this one), so the budget covers the whole build.
 func (a *Activities) models(s *session, in BuildInput) (Models, error) {
-	spent := s.base.add(s.prior)
-	var budget llm.Budget
-	if in.MaxTokens > 0 {
-		budget.MaxTokens = max(in.MaxTokens-spent.Tokens, 1) // 1, not 0: 0 is no limit
-	}
-	if in.MaxCostUSD > 0 {
-		budget.MaxCostUSD = max(in.MaxCostUSD-spent.CostUSD, 1e-12)
-	}
-	m, err := a.cfg.Models(in.Model, in.ReviewModel, budget)
+	m, err := a.cfg.Models(in.Model, in.ReviewModel, llm.Budget{MaxTokens: in.MaxTokens, MaxCostUSD: in.MaxCostUSD})
 	if err != nil {
 		return Models{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", a.cfg.Identity, err), errTypeRefused, nil)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.carried = s.base.add(s.prior).tally()
+	m.Meter.Carry(s.carried)
 	s.meter = m.Meter
-	s.mu.Unlock()
 	return m, nil
 }
 
@@ -338,15 +346,6 @@ func (s *session) classify(ctx context.Context, err error, result any, lines *[]
 	case errors.As(err, &invalid):
 		return temporal.NewNonRetryableApplicationError(err.Error(), errTypePlanInvalid, nil, result)
 	case errors.As(err, &budget):
-		// The meter held what was left; the message gives the build's.
-		spent := s.base.add(s.prior)
-		if budget.Limit == llm.LimitTokens {
-			budget.Spent += float64(spent.Tokens)
-			budget.Max += float64(spent.Tokens)
-		} else {
-			budget.Spent += spent.CostUSD
-			budget.Max += spent.CostUSD
-		}
 		wo.Verdict = builder.VerdictBudget
 		if wo.ID == "" {
 			return temporal.NewNonRetryableApplicationError(budget.Error(), errTypeBudget, nil, result)
