@@ -181,7 +181,7 @@ func (s *submitter) wait(t *testing.T, limit time.Duration) int {
 func (s *submitter) workflowID(t *testing.T) string {
 	t.Helper()
 	var id string
-	waitFor(t, "the submitter's workflow line", func() bool {
+	waitUntil(t, time.Minute, "the submitter's workflow line", func() bool {
 		line, _, _ := strings.Cut(s.stderr.String(), "\n")
 		rest, ok := strings.CutPrefix(line, "workflow ")
 		id, _, _ = strings.Cut(rest, " ")
@@ -380,7 +380,7 @@ func TestTemporalWorkerKilled(t *testing.T) {
 	// A short heartbeat timeout: worker-b takes WO-02 over soon after.
 	s := submit(t, nil, temporalBuildArgs(addr, url, f, "--heartbeat-timeout", "4s")...)
 	id := s.workflowID(t)
-	waitFor(t, "WO-02's acceptance command on worker-a", func() bool { return exists(filepath.Join(a.cache(id), startedFile)) })
+	waitUntil(t, time.Minute, "WO-02's acceptance command on worker-a", func() bool { return exists(filepath.Join(a.cache(id), startedFile)) })
 	pgid := recordedGroup(t, a.cache(id))
 	if !groupAlive(pgid) {
 		t.Fatalf("process group %d of the acceptance command is not running", pgid)
@@ -391,7 +391,7 @@ func TestTemporalWorkerKilled(t *testing.T) {
 	}
 	<-a.done
 	waitFor(t, "the killed worker's command to die", func() bool { return !groupAlive(pgid) })
-	waitFor(t, "WO-02's acceptance command on worker-b", func() bool { return exists(filepath.Join(b.cache(id), startedFile)) })
+	waitUntil(t, time.Minute, "WO-02's acceptance command on worker-b", func() bool { return exists(filepath.Join(b.cache(id), startedFile)) })
 	writeFiles(t, b.cache(id), map[string]string{releaseFile: ""})
 	if code := s.wait(t, 60*time.Second); code != ExitPass {
 		t.Fatalf("exit %d\n%s%s\nworker-a:\n%s", code, s.stdout.String(), s.stderr.String(), a.out.String())
@@ -519,7 +519,7 @@ func TestTemporalCancel(t *testing.T) {
 	w := startWorker(t, addr, "worker-a", []string{"OPENAI_API_KEY=k"}, "--llm-base-url", srv.URL)
 	s := submit(t, nil, temporalBuildArgs(addr, url, f)...)
 	id := s.workflowID(t)
-	waitFor(t, "WO-02's acceptance command", func() bool { return exists(filepath.Join(w.cache(id), startedFile)) })
+	waitUntil(t, time.Minute, "WO-02's acceptance command", func() bool { return exists(filepath.Join(w.cache(id), startedFile)) })
 	pgid := recordedGroup(t, w.cache(id))
 	if out := runFactory(t, nil, "cancel", "--temporal", addr, "--workflow", id); out.code != ExitPass {
 		t.Fatalf("cancel: exit %d\n%s%s", out.code, out.stdout, out.stderr)
