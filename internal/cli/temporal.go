@@ -229,8 +229,11 @@ func runStatusTemporal(cmd *cobra.Command, t *statusTemporalFlags, jsonOut bool,
 		return err
 	}
 	res, err := temporal.Status(cmd.Context(), t.conn(env), t.workflow)
-	if err != nil {
+	switch {
+	case errors.Is(err, temporal.ErrNoWorkflow):
 		return usagef("%v", err)
+	case err != nil:
+		return &internalError{err: err}
 	}
 	printTemporalResult(env, jsonOut, res)
 	return nil
@@ -256,7 +259,11 @@ Exit codes: 0 cancel requested, 2 usage or no such workflow, 3 the server is unr
 			if err := requireFlags("cancel", required{"--temporal", o.hostPort}, required{"--workflow", o.workflow}); err != nil {
 				return err
 			}
-			if err := temporal.Cancel(cmd.Context(), o.conn(env), o.workflow); err != nil {
+			err := temporal.Cancel(cmd.Context(), o.conn(env), o.workflow)
+			switch {
+			case errors.Is(err, temporal.ErrNoWorkflow):
+				return usagef("%v", err)
+			case err != nil:
 				return &internalError{err: err}
 			}
 			fmt.Fprintf(env.Stdout, "cancel requested for workflow %s\n", o.workflow)

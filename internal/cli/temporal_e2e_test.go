@@ -546,4 +546,9 @@ func TestTemporalCancel(t *testing.T) {
 	if res := temporalStatus(t, addr, id); res.Verdict != temporal.VerdictCanceled || res.WorkOrders[0].Outcome != builder.OutcomePassed {
 		t.Errorf("status: %+v", res)
 	}
+	for _, cmd := range []string{"cancel", "status"} {
+		if out := runFactory(t, nil, cmd, "--temporal", addr, "--workflow", "no-such-build"); out.code != ExitUsage || !strings.Contains(out.stderr, "no such workflow") {
+			t.Errorf("%s of an unknown workflow: exit %d\n%s", cmd, out.code, out.stderr)
+		}
+	}
 }

@@ -131,7 +131,7 @@ func Status(ctx context.Context, conn Connection, id string) (BuildResult, error
 	defer c.Close()
 	d, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
-		return BuildResult{}, fmt.Errorf("workflow %s: %w", id, err)
+		return BuildResult{}, noWorkflow(id, err)
 	}
 	if d.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		st, err := query(ctx, c, id)
@@ -143,6 +143,19 @@ func Status(ctx context.Context, conn Connection, id string) (BuildResult, error
 	return result(ctx, c, id)
 }
 
+// ErrNoWorkflow is returned (wrapped) by Status and Cancel for an id the
+// server does not know.
+var ErrNoWorkflow = errors.New("no such workflow")
+
+// noWorkflow wraps ErrNoWorkflow into a not-found error of the server.
+func noWorkflow(id string, err error) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return fmt.Errorf("workflow %s: %w", id, ErrNoWorkflow)
+	}
+	return fmt.Errorf("workflow %s: %w", id, err)
+}
+
 // Cancel asks the workflow to stop: the running work order is rolled back
 // on its worker, the branch keeps the work orders already pushed.
 func Cancel(ctx context.Context, conn Connection, id string) error {
@@ -152,7 +165,7 @@ func Cancel(ctx context.Context, conn Connection, id string) error {
 	}
 	defer c.Close()
 	if err := c.CancelWorkflow(ctx, id, ""); err != nil {
-		return fmt.Errorf("cancel workflow %s: %w", id, err)
+		return noWorkflow(id, err)
 	}
 	return nil
 }

@@ -117,7 +117,7 @@ func (w *buildRun) finish(ctx workflow.Context, err error) (BuildResult, error) 
 		r.Verdict, r.Error = VerdictCanceled, "canceled"
 		w.say("build %s: canceled; the work orders committed so far stay on %s", w.in.PlanHash, w.in.Branch)
 		return *r, temporal.NewCanceledError(*r)
-	case errors.As(err, &app) && app.Type() != errTypeProvider && app.Type() != errTypeRefused:
+	case errors.As(err, &app) && (app.Type() == errTypeFail || app.Type() == errTypePlanInvalid || app.Type() == errTypeBudget):
 		r.Verdict, r.Error = app.Type(), app.Message()
 	default:
 		r.Verdict, r.Error = builder.VerdictError, cause(err)
