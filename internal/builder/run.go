@@ -218,21 +218,8 @@ func Passed(ctx context.Context, repo *gitws.Repo, tip, planHash, base string) (
 
 // runOne runs work order i through the factory and commits it on PASS.
 func (b *builder) runOne(ctx context.Context, i int) error {
-	line, err := b.workOrder(ctx, b.plan.WorkOrders[i])
-	b.sum.WorkOrders[i] = line
-	return err
-}
-
-// workOrder runs wo through the factory on the checked-out build branch
-// and commits it on PASS; the line says how it went. It is the whole of a
-// work order's path, shared by the local loop and RunWorkOrder.
-func (b *builder) workOrder(ctx context.Context, wo workorder.WorkOrder) (WorkOrder, error) {
-	line := &WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}
-	err := b.workOrderInto(ctx, wo, line)
-	return *line, err
-}
-
-func (b *builder) workOrderInto(ctx context.Context, wo workorder.WorkOrder, line *WorkOrder) error {
+	wo := b.plan.WorkOrders[i]
+	line := &b.sum.WorkOrders[i]
 	before := b.spent()
 	b.progress("%s: %s", wo.ID, wo.Title)
 	b.event(map[string]any{"event": "wo_start", "wo": wo.ID})

@@ -60,8 +60,11 @@ func (s Step) RunWorkOrder(ctx context.Context, wo workorder.WorkOrder) (line Wo
 	if s.BuildDir != "" {
 		b.events = filepath.Join(s.BuildDir, "events.jsonl")
 	}
-	line, err = b.workOrder(ctx, wo)
-	return line, b.sum.StoppedEarly, err
+	// A build of this one work order, run by the local loop's runOne.
+	b.plan = &workorder.Manifest{WorkOrders: []workorder.WorkOrder{wo}}
+	b.sum.WorkOrders = []WorkOrder{{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}}
+	err = b.runOne(ctx, 0)
+	return b.sum.WorkOrders[0], b.sum.StoppedEarly, err
 }
 
 // Recover restores repo after a build that was cut off in the middle of

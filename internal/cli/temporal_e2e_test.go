@@ -378,7 +378,7 @@ func TestTemporalWorkerKilled(t *testing.T) {
 	env := []string{"OPENAI_API_KEY=k"}
 	a := startWorker(t, addr, "worker-a", env, "--llm-base-url", srv.URL)
 	// A short heartbeat timeout: worker-b takes WO-02 over soon after.
-	s := submit(t, nil, temporalBuildArgs(addr, url, f, "--heartbeat-timeout", "4s")...)
+	s := submit(t, nil, temporalBuildArgs(addr, url, f, "--heartbeat-timeout", "5s")...)
 	id := s.workflowID(t)
 	waitUntil(t, time.Minute, "WO-02's acceptance command on worker-a", func() bool { return exists(filepath.Join(a.cache(id), startedFile)) })
 	pgid := recordedGroup(t, a.cache(id))

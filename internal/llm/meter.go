@@ -164,15 +164,6 @@ func NewMeter(model Model, prices *Prices, budget Budget) *Meter {
 	return &Meter{model: model, prices: prices, budget: budget}
 }
 
-// Carry counts t, spent by earlier calls elsewhere (an earlier step of a
-// build on another machine), as if m had made those calls: against its
-// budget and in its snapshots.
-func (m *Meter) Carry(t Tally) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.total = m.total.Add(t)
-}
-
 // Prices is the price table m uses.
 func (m *Meter) Prices() *Prices { return m.prices }
 
@@ -182,6 +173,14 @@ func (m *Meter) Snapshot() Tally {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.total
+}
+
+// Resume counts prior as already spent by m, against its budget: the
+// spending of an earlier process of the same build. Call it before any call.
+func (m *Meter) Resume(prior Tally) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.total = m.total.Add(prior)
 }
 
 // Since returns what was spent after the snapshot s.

@@ -185,7 +185,7 @@ func (a *Activities) models(s *session, in BuildInput) (Models, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.carried = s.base.add(s.prior).tally()
-	m.Meter.Carry(s.carried)
+	m.Meter.Resume(s.carried)
 	s.meter = m.Meter
 	return m, nil
 }
