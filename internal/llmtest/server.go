@@ -55,7 +55,9 @@ func Start(t testing.TB, replies ...Reply) *Server {
 // workers, retries).
 func StartRouted(t testing.TB, route func(prompt string) Reply) *Server {
 	s := Start(t)
+	s.mu.Lock()
 	s.route = route
+	s.mu.Unlock()
 	return s
 }
 
