@@ -153,10 +153,7 @@ type builder struct {
 // once there is one) whatever happens; err is a *RefusedError when nothing
 // was modified, else the cause of a non-PASS verdict other than FAIL.
 func Run(ctx context.Context, o Options) (*Summary, error) {
-	b := &builder{o: o, progress: func(string, ...any) {}}
-	if o.Progress != nil {
-		b.progress = func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
-	}
+	b := newBuilder(o)
 	b.sum.WorkOrders = []WorkOrder{}
 	unlock, err := b.prepare(ctx)
 	if err != nil {
@@ -176,6 +173,14 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		err = errors.Join(err, fmt.Errorf("write build summary: %w", werr))
 	}
 	return &b.sum, err
+}
+
+func newBuilder(o Options) *builder {
+	b := &builder{o: o, progress: func(string, ...any) {}}
+	if o.Progress != nil {
+		b.progress = func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
+	}
+	return b
 }
 
 // IsProtectedBranch reports whether name is a branch build never works on.

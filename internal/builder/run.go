@@ -33,14 +33,8 @@ var errWorkOrderFailed = errors.New("a work order failed")
 // runAll gets the plan, switches to the build branch and runs every work
 // order without a commit, in order, stopping at the first that fails.
 func (b *builder) runAll(ctx context.Context) error {
-	if err := b.loadPlan(ctx); err != nil {
+	if err := b.planStep(ctx); err != nil {
 		b.sum.Verdict = verdictOf(err)
-		var invalid *PlanInvalidError
-		if errors.As(err, &invalid) {
-			for _, i := range invalid.Issues {
-				b.progress("%s", i)
-			}
-		}
 		return err
 	}
 	if err := b.repo.SwitchBranch(ctx, b.sum.Branch, b.base); err != nil {
@@ -75,6 +69,19 @@ func (b *builder) runAll(ctx context.Context) error {
 	b.sum.Verdict = VerdictPass
 	b.progress("build %s: PASS, %d work orders committed on %s", b.sum.PlanHash, len(b.plan.WorkOrders), b.sum.Branch)
 	return nil
+}
+
+// planStep gets the plan (loadPlan) and prints the issues of an invalid
+// one.
+func (b *builder) planStep(ctx context.Context) error {
+	err := b.loadPlan(ctx)
+	var invalid *PlanInvalidError
+	if errors.As(err, &invalid) {
+		for _, i := range invalid.Issues {
+			b.progress("%s", i)
+		}
+	}
+	return err
 }
 
 func verdictOf(err error) string {

@@ -32,6 +32,7 @@ type buildOptions struct {
 	verbose               bool
 	maxWaitSeconds        int
 	pollInterval, backoff time.Duration
+	temporal              buildTemporalFlags // --temporal: on workers (temporal.go)
 }
 
 func newBuildCmd(env Env) *cobra.Command {
@@ -87,6 +88,7 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "on a terminal, print every step instead of one live line per work order")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	addPlannerFlags(f, o)
+	o.temporal.add(f)
 	return cmd
 }
 
@@ -117,6 +119,12 @@ func (o *buildOptions) checkPlannerFlags(cmd *cobra.Command) error {
 }
 
 func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
+	if o.temporal.hostPort != "" {
+		if err := o.checkPlannerFlags(cmd); err != nil {
+			return err
+		}
+		return runBuildTemporal(cmd, o, env)
+	}
 	if err := requireFlags("build", required{"--repo", o.run.repo}, required{"--out", o.run.out},
 		required{"--llm-model", o.run.model}); err != nil {
 		return err

@@ -187,7 +187,8 @@ by default), and rolls back with git on failure.
 	root.DisableSuggestions = false
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(flagErrorf)
-	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env), newEvalCmd(env))
+	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env),
+		newEvalCmd(env), newWorkerCmd(env), newCancelCmd(env))
 	return root
 }
 

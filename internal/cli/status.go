@@ -11,8 +11,9 @@ import (
 )
 
 type statusOptions struct {
-	repo    string
-	jsonOut bool
+	repo     string
+	jsonOut  bool
+	temporal statusTemporalFlags // --temporal: a build on workers (temporal.go)
 }
 
 func newStatusCmd(env Env) *cobra.Command {
@@ -31,6 +32,9 @@ Exit codes: 0 printed (whatever the build's state), 2 not a repository or no bui
 has run in it.`,
 		Args: noArgs("status"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.temporal.hostPort != "" {
+				return runStatusTemporal(cmd, &o.temporal, o.jsonOut, env)
+			}
 			if err := requireFlags("status", required{"--repo", o.repo}); err != nil {
 				return err
 			}
@@ -55,6 +59,7 @@ has run in it.`,
 	}
 	cmd.Flags().StringVar(&o.repo, "repo", "", "the repository a build ran in (required)")
 	cmd.Flags().BoolVar(&o.jsonOut, "json", false, "print the status as JSON")
+	o.temporal.add(cmd.Flags())
 	return cmd
 }
 

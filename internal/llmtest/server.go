@@ -56,8 +56,18 @@ func Start(t testing.TB, replies ...Reply) *Server {
 func StartFunc(t testing.TB, answer func(req map[string]any) Reply) *Server {
 	t.Helper()
 	s := Start(t)
+	s.mu.Lock()
 	s.answer = answer
+	s.mu.Unlock()
 	return s
+}
+
+// StartRouted serves route's reply to each request's user prompt, for
+// tests whose requests may come in any order or more than once (several
+// workers, retries).
+func StartRouted(t testing.TB, route func(prompt string) Reply) *Server {
+	t.Helper()
+	return StartFunc(t, func(req map[string]any) Reply { return route(userPrompt(req)) })
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +135,11 @@ func (s *Server) UserPrompt(i int) string {
 	if i >= len(reqs) {
 		return ""
 	}
-	msgs, _ := reqs[i]["messages"].([]any)
+	return userPrompt(reqs[i])
+}
+
+func userPrompt(req map[string]any) string {
+	msgs, _ := req["messages"].([]any)
 	for _, m := range msgs {
 		mm, _ := m.(map[string]any)
 		if mm["role"] == "user" {

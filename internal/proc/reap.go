@@ -61,7 +61,7 @@ func startTracked(cmd *exec.Cmd) (uint64, error) {
 	children.Lock()
 	defer children.Unlock()
 	children.finder.starting(len(children.active) == 0)
-	if err := cmd.Start(); err != nil {
+	if err := onSpawnThread(cmd.Start); err != nil {
 		return 0, err
 	}
 	// Read before Wait can reap it; 0, if that fails, spares every orphan while the command runs.

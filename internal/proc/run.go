@@ -390,12 +390,13 @@ func (e *RunError) Error() string {
 func (e *RunError) Unwrap() error { return e.Err }
 
 // command builds a Cmd that runs argv directly in its own process group, with stdin from /dev/null.
-// Canceling ctx kills the whole group.
+// Canceling ctx kills the whole group; on Linux the command is killed when factory dies.
 func command(ctx context.Context, dir string, argv, env []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeath(cmd.SysProcAttr)
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 	return cmd

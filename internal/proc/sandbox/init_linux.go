@@ -38,6 +38,15 @@ func Init() {
 	if pl.Probe {
 		os.Exit(0)
 	}
+	// The command dies with factory. proc arms this signal at the fork,
+	// but an exec may clear it; armed again here, it survives the
+	// command's exec. If factory died before, the parent is another.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+		die(fmt.Errorf("cannot set the parent-death signal: %w", err))
+	}
+	if pl.Parent != 0 && os.Getppid() != pl.Parent {
+		die(errors.New("factory exited before the command started"))
+	}
 	if len(os.Args) < 4 {
 		die(errors.New("no command to run"))
 	}

@@ -25,6 +25,7 @@ type plan struct {
 	ReadOnly   []string `json:"read_only"`
 	Hide       []string `json:"hide"`
 	ABI        int      `json:"abi"`
+	Parent     int      `json:"parent"` // factory's pid: the init dies with it
 }
 
 // Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the factory
@@ -57,7 +58,7 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 		}
 	}()
 	pl := plan{Namespaces: p.mech == MechanismNamespaces, Probe: probe, Tmp: filepath.Join(priv, "tmp"), Empty: filepath.Join(priv, "empty"),
-		Writable: []string{p.workTree}, ReadOnly: p.readOnly, Hide: p.hide, ABI: p.abi}
+		Writable: []string{p.workTree}, ReadOnly: p.readOnly, Hide: p.hide, ABI: p.abi, Parent: os.Getpid()}
 	home := p.home
 	if home == "" {
 		home = filepath.Join(priv, "home")

@@ -1,0 +1,135 @@
+package gitws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/factory-harness/factory/internal/proc"
+)
+
+// remoteSettings allow the transports a build's remote may use. Every
+// other git call runs with protocol.allow=never; "ext" (which runs a
+// command) stays forbidden here too.
+var remoteSettings = []string{
+	"-c", "protocol.file.allow=always",
+	"-c", "protocol.ssh.allow=always",
+	"-c", "protocol.https.allow=always",
+	"-c", "protocol.http.allow=always",
+	"-c", "protocol.git.allow=always",
+}
+
+// remoteEnvKeep are the variables a fetch or push needs beyond gitEnvKeep
+// to reach a remote: the SSH agent and client, proxies and CA bundles.
+var remoteEnvKeep = []string{
+	"SSH_AUTH_SOCK", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSL_CAINFO", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+}
+
+func (r *Repo) remote(ctx context.Context, args ...string) ([]byte, error) {
+	var extra []string
+	for _, name := range remoteEnvKeep {
+		if v, ok := os.LookupEnv(name); ok {
+			extra = append(extra, name+"="+v)
+		}
+	}
+	return runGit(ctx, r.Root, gitEnv(false, extra...), r.pinned(), append(append([]string{}, remoteSettings...), args...)...)
+}
+
+// RemoteRef is where Fetch keeps a remote branch: refs/remotes/origin/<branch>
+// (HEAD for the remote's HEAD).
+func RemoteRef(branch string) string { return "refs/remotes/origin/" + branch }
+
+// OpenCache opens the work tree dir, a worker's copy of a remote, creating
+// it (git init, no commit) when it does not exist.
+func OpenCache(ctx context.Context, dir string) (*Repo, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create repository %s: %w", dir, err)
+		}
+		if _, err := runGit(ctx, dir, gitEnv(false), nil, "init", "-q", "."); err != nil {
+			return nil, fmt.Errorf("git init %s: %w", dir, err)
+		}
+	}
+	return Open(ctx, dir)
+}
+
+// Fetch brings url's branches to RemoteRef(branch) and its HEAD to
+// RemoteRef("HEAD"), removing the refs of branches deleted there.
+func (r *Repo) Fetch(ctx context.Context, url string) error {
+	if _, err := r.remote(ctx, "fetch", "-q", "--prune", "--no-tags", "--", url,
+		"+refs/heads/*:refs/remotes/origin/*", "+HEAD:"+RemoteRef("HEAD")); err != nil {
+		return fmt.Errorf("fetch %s into %s: %w", url, r.Root, err)
+	}
+	return nil
+}
+
+// ResolveRemote returns the commit rev names after a Fetch: a remote
+// branch, "HEAD" (the remote's), or a commit hash.
+func (r *Repo) ResolveRemote(ctx context.Context, rev string) (string, error) {
+	for _, name := range []string{RemoteRef(rev), rev} {
+		if strings.HasPrefix(name, "-") {
+			continue
+		}
+		out, err := r.query(ctx, "rev-parse", "-q", "--verify", name+"^{commit}")
+		if err == nil {
+			return strings.TrimSpace(string(out)), nil
+		}
+	}
+	return "", fmt.Errorf("%q is neither a branch of the remote nor a commit it has", rev)
+}
+
+// RemoteBranch returns the commit Fetch last saw url's branch at, and
+// false when the remote has no such branch.
+func (r *Repo) RemoteBranch(ctx context.Context, branch string) (string, bool, error) {
+	out, err := r.query(ctx, "rev-parse", "-q", "--verify", RemoteRef(branch)+"^{commit}")
+	if err != nil {
+		var re *proc.RunError
+		if errors.As(err, &re) && re.ExitCode == 1 {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("look up remote branch %s in %s: %w", branch, r.Root, err)
+	}
+	return strings.TrimSpace(string(out)), true, nil
+}
+
+// CheckoutAt puts branch at commit and checks it out, as the start of a
+// step of a build on a worker. The tree must be clean.
+func (r *Repo) CheckoutAt(ctx context.Context, branch, commit string) error {
+	if _, err := r.mutate(ctx, "checkout", "-q", "-B", branch, commit, "--"); err != nil {
+		return fmt.Errorf("check out %s at %s in %s: %w", branch, ShortHash(commit), r.Root, err)
+	}
+	return nil
+}
+
+// ErrPushRejected is returned (wrapped) by PushLease when the remote
+// branch is no longer where the caller expected it.
+var ErrPushRejected = errors.New("the remote branch moved")
+
+// PushLease sets url's branch to commit only if it still points at
+// expected ("" meaning: the branch does not exist). git's
+// --force-with-lease makes this a compare-and-swap on the remote side, so
+// a writer that started from an older state can never overwrite newer
+// work; a refusal wraps ErrPushRejected.
+func (r *Repo) PushLease(ctx context.Context, url, branch, commit, expected string) error {
+	ref := "refs/heads/" + branch
+	_, err := r.remote(ctx, "push", "-q", "--force-with-lease="+ref+":"+expected, "--", url, commit+":"+ref)
+	if err != nil {
+		var re *proc.RunError
+		if errors.As(err, &re) && (strings.Contains(re.Stderr, "stale info") || strings.Contains(re.Stderr, "rejected") ||
+			strings.Contains(re.Stderr, "fetch first") || strings.Contains(re.Stderr, "non-fast-forward")) {
+			return fmt.Errorf("push %s to %s: %w (expected %s): %v", branch, url, ErrPushRejected, orNone(expected), err)
+		}
+		return fmt.Errorf("push %s to %s: %w", branch, url, err)
+	}
+	return nil
+}
+
+func orNone(commit string) string {
+	if commit == "" {
+		return "no branch"
+	}
+	return ShortHash(commit)
+}

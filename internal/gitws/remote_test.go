@@ -1,0 +1,86 @@
+package gitws
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// Two copies of one remote: a push succeeds only from the state the
+// remote is in (the lease), so a copy that started from an older state
+// cannot overwrite newer work; a fetch shows the other copy's commits.
+func TestFetchAndPushLease(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	git(t, f.root, "clone", "-q", "--bare", f.root, remote)
+	url := "file://" + remote
+	copies := make([]*Repo, 2)
+	for i := range copies {
+		r, err := OpenCache(ctx, filepath.Join(t.TempDir(), "copy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Fetch(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+		copies[i] = r
+	}
+	a, b := copies[0], copies[1]
+	base, err := a.ResolveRemote(ctx, "HEAD")
+	if err != nil || base != git(t, f.root, "rev-parse", "HEAD") {
+		t.Fatalf("remote HEAD: %s, %v", base, err)
+	}
+	if _, err := a.ResolveRemote(ctx, "no-such-branch"); err == nil {
+		t.Error("an unknown base resolved")
+	}
+	commit := func(r *Repo, name string) string {
+		t.Helper()
+		if err := r.CheckoutAt(ctx, "factory/x", base); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, r.Root, name, name+"\n")
+		c, err := r.CommitPaths(ctx, []string{name}, "add "+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ca, cb := commit(a, "a.txt"), commit(b, "b.txt")
+	if err := a.PushLease(ctx, url, "factory/x", ca, ""); err != nil {
+		t.Fatalf("first push: %v", err)
+	}
+	// b started when the branch did not exist: refused.
+	if err := b.PushLease(ctx, url, "factory/x", cb, ""); !errors.Is(err, ErrPushRejected) {
+		t.Fatalf("push over newer work: %v, want ErrPushRejected", err)
+	}
+	// A wrong expectation is refused too, even for a fast-forward.
+	if err := b.PushLease(ctx, url, "factory/x", cb, base); !errors.Is(err, ErrPushRejected) {
+		t.Fatalf("push with a stale lease: %v, want ErrPushRejected", err)
+	}
+	if err := b.Fetch(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	tip, ok, err := b.RemoteBranch(ctx, "factory/x")
+	if err != nil || !ok || tip != ca {
+		t.Fatalf("remote branch after fetch: %s %v %v, want %s", tip, ok, err, ca)
+	}
+	if err := b.CheckoutAt(ctx, "factory/x", tip); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, b.Root, "c.txt", "c\n")
+	cc, err := b.CommitPaths(ctx, []string{"c.txt"}, "add c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PushLease(ctx, url, "factory/x", cc, ca); err != nil {
+		t.Fatalf("push from the remote's state: %v", err)
+	}
+	if got := git(t, remote, "rev-parse", "refs/heads/factory/x"); got != cc {
+		t.Errorf("remote branch at %s, want %s", got, cc)
+	}
+	if _, ok, _ := a.RemoteBranch(ctx, "gone"); ok {
+		t.Error("a branch the remote lacks exists")
+	}
+}

@@ -1,0 +1,406 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/planner"
+)
+
+// Models are the model clients of one step, behind one Meter that holds
+// the step's budget.
+type Models struct {
+	SE, Planner llm.Model
+	Meter       *llm.Meter
+}
+
+// ModelsFunc connects the models of one step from the worker's own keys,
+// base URLs and prices: model is the build's --llm-model, review the
+// planner's reviewer, budget what is left of the build's. An error is a
+// refusal (a missing key, an unpriced model under a cost budget).
+type ModelsFunc func(model, review string, budget llm.Budget) (Models, error)
+
+// Config is a worker's side of every build it works on.
+type Config struct {
+	WorkDir  string // repository caches, plans and artifacts
+	Identity string // the worker's name in results
+	// Attempt is the worker's part of every work order's factory options:
+	// the sandbox, the Python interpreter of the verification commands,
+	// the commands' environment policy. The build sets the model and
+	// attempt settings.
+	Attempt factory.Options
+	Python  planner.PythonInspector
+	Models  ModelsFunc
+	// Log receives the worker's progress lines (every step's); nil is quiet.
+	Log io.Writer
+}
+
+// Activities are the Plan and WorkOrder activities of a worker.
+type Activities struct {
+	cfg Config
+	// stop ends the running steps when the worker shuts down: they roll
+	// back and fail, to be retried elsewhere.
+	stop <-chan struct{}
+}
+
+// cacheDir is the worker's clone of a build's remote: one per workflow,
+// whose steps run one at a time.
+func (a *Activities) cacheDir(workflowID string) string {
+	return filepath.Join(a.cfg.WorkDir, "repos", workflowID)
+}
+
+// session is what a step holds while it runs: the cache repository and
+// its lock, the progress it collects, and the heartbeat.
+type session struct {
+	ctx   context.Context
+	repo  *gitws.Repo
+	lock  *gitws.Lock
+	out   string // artifacts of this workflow on this worker
+	log   *lineLog
+	prior Spend // by earlier attempts of this step (their last heartbeat)
+	base  Spend // by the workflow before this step
+
+	mu      sync.Mutex
+	meter   *llm.Meter
+	carried llm.Tally // base and prior, carried into the meter
+
+	stopHeartbeat func()
+	cancel        context.CancelFunc
+}
+
+// begin opens, locks and recovers the cache repository and starts the
+// heartbeat, whose details are this step's spend so far: a retry on
+// another worker starts from them, so the budget counts a lost attempt's
+// calls too.
+func (a *Activities) begin(ctx context.Context, workflowID string, spent Spend) (*session, error) {
+	s := &session{base: spent, log: &lineLog{tee: a.cfg.Log}, out: filepath.Join(a.cfg.WorkDir, "out", workflowID)}
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &s.prior)
+	}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-a.stop:
+			s.cancel()
+		case <-s.ctx.Done():
+		}
+	}()
+	s.startHeartbeat(ctx)
+	repo, err := gitws.OpenCache(s.ctx, a.cacheDir(workflowID))
+	if err != nil {
+		s.end()
+		return nil, err
+	}
+	s.repo = repo
+	if s.lock, err = repo.Lock(); err != nil {
+		s.end()
+		return nil, fmt.Errorf("the worker's copy %s is busy (another attempt of this build still runs there?): %w", repo.Root, err)
+	}
+	if err := builder.Recover(s.ctx, repo, s.log); err != nil {
+		s.end()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) end() {
+	s.stopHeartbeat()
+	s.cancel()
+	if s.lock != nil {
+		_ = s.lock.Unlock()
+	}
+}
+
+func (s *session) startHeartbeat(ctx context.Context) {
+	every := activity.GetInfo(ctx).HeartbeatTimeout / 4
+	if every <= 0 || every > 5*time.Second {
+		every = 5 * time.Second
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			activity.RecordHeartbeat(ctx, s.stepSpend())
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	s.stopHeartbeat = func() {
+		close(done)
+		<-finished
+	}
+}
+
+// stepSpend is what this step spent, its earlier attempts included.
+func (s *session) stepSpend() Spend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.meter == nil {
+		return s.prior
+	}
+	return s.prior.add(spendOf(s.meter.Snapshot().Sub(s.carried)))
+}
+
+func spendOf(t llm.Tally) Spend {
+	return Spend{Tokens: t.TotalTokens, CostUSD: t.CostUSD, Unpriced: t.UnpricedCalls > 0}
+}
+
+// tally is s as a Tally a Meter can carry.
+func (s Spend) tally() llm.Tally {
+	t := llm.Tally{TotalTokens: s.Tokens, CostUSD: s.CostUSD}
+	if s.Unpriced {
+		t.UnpricedCalls = 1
+	}
+	return t
+}
+
+// models connects the step's models with the build's budget; their
+// meter carries what the build spent before (earlier steps, and earlier
+// attempts of this one), so the budget covers the whole build.
+func (a *Activities) models(s *session, in BuildInput) (Models, error) {
+	m, err := a.cfg.Models(in.Model, in.ReviewModel, llm.Budget{MaxTokens: in.MaxTokens, MaxCostUSD: in.MaxCostUSD})
+	if err != nil {
+		return Models{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", a.cfg.Identity, err), errTypeRefused, nil)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.carried = s.base.add(s.prior).tally()
+	m.Meter.Resume(s.carried)
+	s.meter = m.Meter
+	return m, nil
+}
+
+// Plan fetches the remote, resolves the base and gets the plan: the
+// given one validated, or the spec compiled (reusing the plan this worker
+// compiled before for the same inputs).
+func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanResult, error) {
+	s, err := a.begin(ctx, in.WorkflowID, in.Spent)
+	if err != nil {
+		return PlanResult{}, err
+	}
+	defer s.end()
+	res := PlanResult{Worker: a.cfg.Identity}
+	b := in.Build
+	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
+		return res, err
+	}
+	base := b.Base
+	if base == "" {
+		base = "HEAD"
+	}
+	if res.BaseCommit, err = s.repo.ResolveRemote(s.ctx, base); err != nil {
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("--base %s: %v in %s", base, err, b.RepoURL), errTypeRefused, nil)
+	}
+	m, err := a.models(s, b)
+	if err != nil {
+		return res, err
+	}
+	o := builder.Options{Out: s.out, PlannerModel: m.Planner, Template: b.Template, ReasoningEffort: b.ReasoningEffort,
+		MaxOutputTokens: b.MaxOutputTokens, PlanMaxAttempts: b.PlanMaxAttempts, Review: b.Review, ReviewModelName: b.ReviewModel,
+		Python: a.cfg.Python, Meter: m.Meter, Progress: s.log}
+	if o.Template == "" {
+		o.Template = planner.DefaultTemplate
+	}
+	o.Run.ModelName = b.ModelName
+	inputs := filepath.Join(a.cfg.WorkDir, "inputs", b.PlanHash)
+	if err := os.MkdirAll(inputs, 0o755); err != nil {
+		return res, err
+	}
+	if b.Spec != "" {
+		o.SpecPath = filepath.Join(inputs, "spec.md")
+		err = os.WriteFile(o.SpecPath, []byte(b.Spec), 0o644)
+	} else {
+		o.PlanDir = filepath.Join(inputs, "plan.json")
+		err = os.WriteFile(o.PlanDir, b.Plan, 0o644)
+	}
+	if err != nil {
+		return res, err
+	}
+	plan, err := builder.Step{Options: o, Repo: s.repo, PlanHash: b.PlanHash, Base: res.BaseCommit}.LoadPlan(s.ctx)
+	res.Manifest, res.Source, res.Dir = plan.Manifest, plan.Source, plan.Dir
+	res.Spend, res.Lines = s.stepSpend(), s.log.Lines()
+	if err != nil {
+		return res, s.classify(ctx, err, res, &res.Lines)
+	}
+	return res, nil
+}
+
+// WorkOrder runs one work order on the worker's copy of the remote, at
+// the commit the previous one pushed, exactly as a local build does, and
+// pushes its commit with a lease. A retry first looks at the remote: a
+// commit of this work order there (its trailers) is the result, with no
+// model call.
+func (a *Activities) WorkOrder(ctx context.Context, in WorkOrderInput) (WorkOrderResult, error) {
+	wo := in.WorkOrder
+	res := WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePending}, Worker: a.cfg.Identity}
+	s, err := a.begin(ctx, in.WorkflowID, in.Spent)
+	if err != nil {
+		return res, err
+	}
+	defer s.end()
+	b := in.Build
+	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
+		return res, err
+	}
+	tip, exists, err := s.repo.RemoteBranch(s.ctx, b.Branch)
+	if err != nil {
+		return res, err
+	}
+	if exists {
+		passed, err := builder.Passed(s.ctx, s.repo, gitws.RemoteRef(b.Branch), b.PlanHash, in.BaseCommit)
+		if err != nil {
+			return res, err
+		}
+		if c, ok := passed[wo.ID]; ok {
+			res.Outcome, res.Commit, res.Verdict, res.Reused = builder.OutcomePassed, c, builder.VerdictPass, true
+			res.Spend = s.stepSpend()
+			fmt.Fprintf(s.log, "%s: already committed as %s on %s (an earlier attempt pushed it); no model call\n", wo.ID, gitws.ShortHash(c), b.Branch)
+			res.Lines = s.log.Lines()
+			return res, nil
+		}
+	}
+	expected := ""
+	if exists {
+		expected = tip
+	}
+	if expected != in.Parent && (exists || in.Parent != in.BaseCommit) {
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: branch %s of %s is at %s, not at %s where %s starts: someone else changed it",
+			wo.ID, b.Branch, b.RepoURL, orNone(expected), gitws.ShortHash(in.Parent), wo.ID), errTypeRefused, nil)
+	}
+	if err := s.repo.CheckoutAt(s.ctx, b.Branch, in.Parent); err != nil {
+		return res, err
+	}
+	if dirty, err := s.repo.Dirty(s.ctx); err != nil || len(dirty) > 0 {
+		return res, fmt.Errorf("the worker's copy %s is not clean after checking out %s: %v %s", s.repo.Root, b.Branch, err, factory.Summarize(dirty, 5))
+	}
+	m, err := a.models(s, b)
+	if err != nil {
+		return res, err
+	}
+	run := a.cfg.Attempt
+	run.Model, run.ModelName, run.Prices = m.SE, b.ModelName, m.Meter.Prices()
+	run.Temperature, run.JSONSchema, run.MaxAttempts = b.Temperature, b.JSONSchema, b.MaxAttempts
+	run.CommandTimeout, run.VerifyCommands = time.Duration(b.TimeoutSeconds)*time.Second, b.VerifyCommands
+	run.Lock = s.lock
+	step := builder.Step{Options: builder.Options{Run: run, Meter: m.Meter, Progress: s.log}, Repo: s.repo, PlanHash: b.PlanHash,
+		BuildDir: filepath.Join(s.out, "builds", b.PlanHash)}
+	line, stopped, err := step.RunWorkOrder(s.ctx, wo)
+	res.WorkOrder, res.StoppedEarly = line, stopped
+	if err == nil {
+		if err = s.repo.PushLease(s.ctx, b.RepoURL, b.Branch, line.Commit, expected); err == nil {
+			res.Verdict = builder.VerdictPass
+		}
+	}
+	res.Spend, res.Lines = s.stepSpend(), s.log.Lines()
+	if err != nil {
+		return res, s.classify(ctx, err, res, &res.Lines)
+	}
+	return res, nil
+}
+
+// classify turns a step's error into what Temporal should do with it:
+// outcomes of the build (FAIL, an invalid plan, a budget stop, a provider
+// error no retry fixes) are non-retryable and carry result as details;
+// a cancel of the workflow is a cancel; the rest (the worker stopping, a
+// push race, a transient provider error, git) is retried by the policy.
+func (s *session) classify(ctx context.Context, err error, result any, lines *[]string) error {
+	var budget *llm.BudgetError
+	var invalid *builder.PlanInvalidError
+	pe, isProvider := llm.AsProviderError(err)
+	wo, _ := result.(WorkOrderResult)
+	switch {
+	case ctx.Err() != nil:
+		return temporal.NewCanceledError(result)
+	case s.ctx.Err() != nil:
+		return fmt.Errorf("the worker stopped during the step (rolled back): %w", err)
+	case errors.Is(err, builder.ErrWorkOrderFailed):
+		wo.Verdict = builder.VerdictFail
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s failed", wo.ID), errTypeFail, nil, wo)
+	case errors.As(err, &invalid):
+		return temporal.NewNonRetryableApplicationError(err.Error(), errTypePlanInvalid, nil, result)
+	case errors.As(err, &budget):
+		wo.Verdict = builder.VerdictBudget
+		if wo.ID == "" {
+			return temporal.NewNonRetryableApplicationError(budget.Error(), errTypeBudget, nil, result)
+		}
+		return temporal.NewNonRetryableApplicationError(budget.Error(), errTypeBudget, nil, wo)
+	case isProvider && transient(pe):
+		return temporal.NewApplicationError(pe.Error(), "PROVIDER_TRANSIENT")
+	case isProvider:
+		wo.Verdict = builder.VerdictError
+		if wo.ID == "" {
+			return temporal.NewNonRetryableApplicationError(pe.Error(), errTypeProvider, nil, result)
+		}
+		return temporal.NewNonRetryableApplicationError(pe.Error(), errTypeProvider, nil, wo)
+	}
+	var refused *builder.RefusedError
+	if errors.As(err, &refused) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), errTypeRefused, nil)
+	}
+	return err
+}
+
+// transient reports whether a provider error may go away by itself.
+func transient(pe *llm.ProviderError) bool {
+	switch pe.Kind {
+	case llm.KindRateLimited, llm.KindServerError, llm.KindTimeout, llm.KindConnectionLost:
+		return true
+	}
+	return false
+}
+
+func orNone(commit string) string {
+	if commit == "" {
+		return "(no branch)"
+	}
+	return gitws.ShortHash(commit)
+}
+
+// lineLog collects a step's progress lines for the workflow and copies
+// them to the worker's log.
+type lineLog struct {
+	tee   io.Writer
+	mu    sync.Mutex
+	lines []string
+	part  string
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.tee != nil {
+		_, _ = l.tee.Write(p)
+	}
+	text := l.part + string(p)
+	parts := strings.Split(text, "\n")
+	l.part = parts[len(parts)-1]
+	l.lines = append(l.lines, parts[:len(parts)-1]...)
+	return len(p), nil
+}
+
+// Lines are the complete lines so far.
+func (l *lineLog) Lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}

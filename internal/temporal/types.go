@@ -1,0 +1,182 @@
+// Package temporal runs factory builds across machines on Temporal: a
+// Build workflow that plans once and then runs one WorkOrder activity per
+// work order, in order, on whichever worker takes it; the worker; and
+// submit, follow, status and cancel for the client side. The repository
+// travels through git (a remote every worker can reach); each work order
+// runs on the worker exactly as in a local build (internal/builder's Step)
+// and its commit is pushed with a lease.
+//
+// Nothing secret enters a workflow's history: model keys, base URLs,
+// prices, the sandbox and the Python interpreter are the worker's own.
+package temporal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+
+	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// Defaults of the worker and the client.
+const (
+	DefaultNamespace = "default"
+	DefaultTaskQueue = "factory"
+	// DefaultHeartbeatTimeout is how long a work order may go without a
+	// heartbeat before Temporal gives it to another worker.
+	DefaultHeartbeatTimeout = 30 * time.Second
+)
+
+// Names registered with Temporal.
+const (
+	WorkflowName          = "factory.Build"
+	PlanActivityName      = "factory.Plan"
+	WorkOrderActivityName = "factory.WorkOrder"
+	StateQuery            = "state"
+)
+
+// Verdicts beyond the local build's (builder.Verdict*).
+const (
+	VerdictCanceled = "CANCELED" // factory cancel
+	VerdictRunning  = "RUNNING"  // not finished yet (status)
+)
+
+// Error types of the activities' and the workflow's application errors;
+// the workflow's is the build verdict.
+const (
+	errTypeFail        = builder.VerdictFail
+	errTypePlanInvalid = builder.VerdictPlanInvalid
+	errTypeBudget      = builder.VerdictBudget
+	errTypeProvider    = "PROVIDER" // a provider error no retry can fix
+	errTypeRefused     = "REFUSED"  // the worker cannot run this build (its settings, a moved branch)
+)
+
+// BuildInput is the workflow's input: what `factory build --temporal`
+// sends. It holds no secret: keys, base URLs, prices, the sandbox and the
+// interpreter come from the worker.
+type BuildInput struct {
+	RepoURL  string `json:"repo_url"`
+	Base     string `json:"base"`   // branch of the remote or commit; "" is the remote's HEAD
+	Branch   string `json:"branch"` // factory/<plan hash>
+	PlanHash string `json:"plan_hash"`
+	// Exactly one: the spec's text, or the plan (planner.LoadPlan's JSON).
+	Spec string          `json:"spec,omitempty"`
+	Plan json.RawMessage `json:"plan,omitempty"`
+
+	Model          string   `json:"model"`      // --llm-model as given
+	ModelName      string   `json:"model_name"` // without its provider
+	Temperature    float64  `json:"temperature"`
+	JSONSchema     bool     `json:"json_schema"`
+	MaxAttempts    int      `json:"max_attempts"`
+	TimeoutSeconds int      `json:"timeout_seconds"`
+	VerifyCommands []string `json:"verify_commands,omitempty"`
+
+	Template        string `json:"template,omitempty"` // the planner's prompt template ("" the built-in one)
+	ReasoningEffort string `json:"reasoning_effort"`
+	MaxOutputTokens int64  `json:"max_output_tokens"`
+	PlanMaxAttempts int    `json:"plan_max_attempts"`
+	Review          bool   `json:"review"`
+	ReviewModel     string `json:"review_model"`
+
+	// The budget of the whole workflow; 0 is no limit.
+	MaxTokens  int64   `json:"max_tokens"`
+	MaxCostUSD float64 `json:"max_cost_usd"`
+
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+}
+
+// WorkflowID is the build's workflow id: the same remote, base, branch
+// and plan are the same build, so submitting it again attaches to it.
+func WorkflowID(in BuildInput) string {
+	sum := sha256.Sum256([]byte(in.RepoURL + "\x00" + in.Base + "\x00" + in.Branch + "\x00" + in.PlanHash))
+	return "factory-build-" + in.PlanHash + "-" + hex.EncodeToString(sum[:])[:12]
+}
+
+// Spend is what the model calls of a build, a step or an attempt of a
+// step cost.
+type Spend struct {
+	Tokens   int64   `json:"tokens"`
+	CostUSD  float64 `json:"cost_usd"`
+	Unpriced bool    `json:"unpriced,omitempty"` // some call had no price: the cost is unknown
+}
+
+func (s Spend) add(t Spend) Spend {
+	return Spend{Tokens: s.Tokens + t.Tokens, CostUSD: s.CostUSD + t.CostUSD, Unpriced: s.Unpriced || t.Unpriced}
+}
+
+// cost is the cost, nil when unknown, as summaries print it.
+func (s Spend) cost() *float64 {
+	if s.Unpriced {
+		return nil
+	}
+	c := s.CostUSD
+	return &c
+}
+
+// PlanInput is the Plan activity's input.
+type PlanInput struct {
+	Build      BuildInput `json:"build"`
+	WorkflowID string     `json:"workflow_id"`
+	Spent      Spend      `json:"spent"` // by the workflow so far
+}
+
+// PlanResult is the Plan activity's result: the plan, which the workflow
+// keeps, so a retried or replayed workflow never plans again.
+type PlanResult struct {
+	Manifest   *workorder.Manifest `json:"manifest"`
+	Source     string              `json:"source"`
+	Dir        string              `json:"dir"` // on the worker
+	BaseCommit string              `json:"base_commit"`
+	Worker     string              `json:"worker"`
+	Spend      Spend               `json:"spend"`
+	Lines      []string            `json:"lines"` // progress
+}
+
+// WorkOrderInput is the WorkOrder activity's input.
+type WorkOrderInput struct {
+	Build      BuildInput          `json:"build"`
+	WorkflowID string              `json:"workflow_id"`
+	BaseCommit string              `json:"base_commit"`
+	Parent     string              `json:"parent"` // the commit this work order builds on
+	WorkOrder  workorder.WorkOrder `json:"work_order"`
+	Spent      Spend               `json:"spent"` // by the workflow so far
+}
+
+// WorkOrderResult is one work order's outcome: the summary line of a
+// local build plus where it ran.
+type WorkOrderResult struct {
+	builder.WorkOrder
+	Verdict      string `json:"verdict"` // PASS, FAIL, BUDGET, ERROR, or "" while pending
+	Worker       string `json:"worker,omitempty"`
+	StoppedEarly string `json:"stopped_early,omitempty"`
+	// Reused is set when the commit was already on the remote (an
+	// earlier attempt pushed it): no model call was made.
+	Reused bool     `json:"reused,omitempty"`
+	Spend  Spend    `json:"spend"`
+	Lines  []string `json:"lines,omitempty"` // progress, for the workflow's log
+	Error  string   `json:"error,omitempty"`
+}
+
+// BuildResult is the workflow's result and what status and --json print.
+type BuildResult struct {
+	WorkflowID string            `json:"workflow_id"`
+	Verdict    string            `json:"verdict"`
+	RepoURL    string            `json:"repo_url"`
+	PlanHash   string            `json:"plan_hash"`
+	PlanSource string            `json:"plan_source,omitempty"`
+	PlanDir    string            `json:"plan_dir,omitempty"` // on the planning worker
+	PlanWorker string            `json:"plan_worker,omitempty"`
+	Branch     string            `json:"branch"`
+	BaseCommit string            `json:"base_commit,omitempty"`
+	Head       string            `json:"head,omitempty"` // the branch's commit on the remote
+	Tokens     int64             `json:"tokens"`
+	CostUSD    *float64          `json:"cost_usd"`
+	WorkOrders []WorkOrderResult `json:"work_orders"`
+	Failed     string            `json:"failed,omitempty"`
+	Error      string            `json:"error,omitempty"`
+	// Lines are the build's progress lines so far (the state query's);
+	// the result itself leaves them out.
+	Lines []string `json:"lines,omitempty"`
+}
