@@ -59,8 +59,16 @@ func confine(pl plan) error {
 		if err := buildView(pl); err != nil {
 			return err
 		}
-		if err := loopbackUp(); err != nil {
-			return err
+		if !pl.HostNet {
+			if err := loopbackUp(); err != nil {
+				return err
+			}
+		}
+		if pl.PIDs {
+			// Our own /proc: the new PID namespace's processes only.
+			if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+				return fmt.Errorf("cannot mount a private /proc: %w", err)
+			}
 		}
 		// The mounts moved the directory we stand in.
 		if wd, err := os.Getwd(); err == nil {
@@ -283,13 +291,18 @@ func restrictLandlock(pl plan) error {
 	}
 	// Binding stays allowed (tests listen on 127.0.0.1); connecting is what reaches out.
 	cfg := landlock.MustConfig(landlock.V7.HandledAccessFS, landlock.AccessNetSet(llsys.AccessNetConnectTCP), landlock.V7.Scoped)
-	if pl.Namespaces {
+	if pl.Namespaces && !pl.HostNet {
 		cfg = landlock.MustConfig(landlock.V7.HandledAccessFS, landlock.V7.Scoped)
 	}
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
 		landlock.RWDirs(writable...).WithRefer(),
 		landlock.RWFiles(devices...).IgnoreIfMissing(),
+	}
+	if pl.HostNet {
+		for _, port := range pl.Ports {
+			rules = append(rules, landlock.ConnectTCP(port))
+		}
 	}
 	if err := cfg.BestEffort().Restrict(rules...); err != nil {
 		return fmt.Errorf("cannot apply the Landlock ruleset: %w", err)
