@@ -127,7 +127,7 @@ const promptMarker = "factory-prompt-marker-4f1c"
 
 // agent is one real CLI, set up against a scripted model server behind the key proxy.
 type agent struct {
-	name  string // the installed binary: "codex" or "claude"
+	name   string // the installed binary: "codex" or "claude"
 	server func(tb testing.TB, script ...agentclitest.Turn) *agentclitest.Server
 	// build returns the invocation talking to the proxy at url with the stand-in key in environ,
 	// with home as its private home.
