@@ -45,12 +45,9 @@ var authHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
 // Start starts a proxy on 127.0.0.1 forwarding to upstream (an absolute http or https base URL such
 // as "https://api.openai.com/v1") with key. transport is the client side (nil: http.DefaultTransport).
 func Start(upstream, key string, transport http.RoundTripper) (*Proxy, error) {
-	u, err := url.Parse(upstream)
+	u, err := parseUpstream(upstream)
 	if err != nil {
-		return nil, fmt.Errorf("key proxy: upstream %q does not parse: %w", upstream, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, fmt.Errorf("key proxy: upstream %q is not an absolute http or https URL without credentials", upstream)
+		return nil, err
 	}
 	if key == "" {
 		return nil, errors.New("key proxy: the API key is empty")
@@ -79,6 +76,23 @@ func Start(upstream, key string, transport http.RoundTripper) (*Proxy, error) {
 	p.srv = &http.Server{Handler: p.guard(rp), ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
+}
+
+// CheckUpstream checks an upstream base URL as Start does.
+func CheckUpstream(upstream string) error {
+	_, err := parseUpstream(upstream)
+	return err
+}
+
+func parseUpstream(upstream string) (*url.URL, error) {
+	u, err := url.Parse(upstream)
+	if err != nil {
+		return nil, fmt.Errorf("key proxy: upstream %q does not parse: %w", upstream, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return nil, fmt.Errorf("key proxy: upstream %q is not an absolute http or https URL without credentials", upstream)
+	}
+	return u, nil
 }
 
 // randomKey is a stand-in key: 32 random bytes in hex, with a prefix that names it.
