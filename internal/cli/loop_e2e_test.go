@@ -93,7 +93,11 @@ func newLoopFixtureGuard(t *testing.T, dir string, script map[int][]act, extraCo
 	writeFiles(t, dir, map[string]string{"script.json": string(data), "GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
 	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
 	bin := scriptexec(t)
-	cfg := fmt.Sprintf("%s\n[guard]\ncommand = %s\n%s\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
+	// The scripted executor and its script live under the host's /tmp,
+	// which the executor sandbox replaces with a private one: these tests
+	// are about the runner, so the executor runs unconfined
+	// (TestLoopExecutorSandbox confines one).
+	cfg := fmt.Sprintf("%s\n[guard]\ncommand = %s\n%s\n[executor]\nkind = \"command\"\nsandbox = \"off\"\ncommand = [%q, %q]\n",
 		extraConfig, tomlArray(guard), guardConfig, bin, filepath.Join(dir, "script.json"))
 	writeFiles(t, repo, map[string]string{".runner/config.toml": cfg})
 	f.mustRun(t, 0, "loop", "start", "--run-id", "t1")
@@ -645,4 +649,106 @@ echo "every escape denied"`}
 			t.Errorf("meta.json = %+v", m)
 		}
 	})
+}
+
+// TestLoopRecoverGitLockAndHomes: factory is killed while its iteration
+// runs, and a git killed mid-commit left .git/index.lock. recover refuses a
+// lock young enough to belong to a git at work, removes it once it is
+// stale, resets, and removes the killed iteration's private home from
+// TMPDIR, and no one else's.
+func TestLoopRecoverGitLockAndHomes(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	pidfile := filepath.Join(dir, "child.pid")
+	f := newLoopFixture(t, dir, map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "x\n"}, {"op": "hang", "pidfile": pidfile}}}, "")
+	f.env = append(f.env, "TMPDIR="+tmp)
+	other := filepath.Join(tmp, "factory-loop-home-000000000000-t1-1-123")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	start := git(t, f.repo, "rev-parse", "HEAD")
+	cmd, _ := startStep(t, f, pidfile)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	homes, _ := filepath.Glob(filepath.Join(tmp, "factory-loop-home-*-t1-1-*"))
+	if len(homes) != 2 {
+		t.Fatalf("homes in TMPDIR after the kill: %q, want the iteration's and the other repository's", homes)
+	}
+	lock := filepath.Join(f.repo, ".git", "index.lock")
+	writeFiles(t, f.repo, map[string]string{".git/index.lock": ""})
+	out := f.run(t, "loop", "recover")
+	if out.code == 0 || !strings.Contains(out.stderr, "index.lock is") || !strings.Contains(out.stderr, "a git process may still hold it") {
+		t.Fatalf("recover with a fresh index.lock: exit %d\nstdout:\n%s\nstderr:\n%s", out.code, out.stdout, out.stderr)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the fresh lock was removed: %v", err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	out = f.mustRun(t, 0, "loop", "recover")
+	if !strings.Contains(out.stdout, "removed the stale git lock "+lock) || !strings.Contains(out.stdout, "recovered: iteration 1 of run t1 reset to") {
+		t.Errorf("recover: %q", out.stdout)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("index.lock survived: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "factory-loop-home-*")); len(left) != 1 || left[0] != other {
+		t.Errorf("homes left in TMPDIR: %q, want only the other repository's %s", left, other)
+	}
+	if head := git(t, f.repo, "rev-parse", "HEAD"); head != start {
+		t.Errorf("HEAD = %s, want %s", head, start)
+	}
+	f.clean(t)
+}
+
+// TestLoopExecutorSandbox: with [executor] sandbox = "required" the
+// command executor runs confined: its write beside the repository and to
+// .git/config are denied, its write in the work tree is committed, and
+// meta.json records how it was confined.
+func TestLoopExecutorSandbox(t *testing.T) {
+	dir := t.TempDir()
+	repo := newRepo(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
+	f := loopFixture{dir: dir, repo: repo, env: gitEnv(t.TempDir())[len(os.Environ()):]}
+	writeFiles(t, dir, map[string]string{"GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
+	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
+	// The agent is a script in the repository: the sandbox hides the host's /tmp.
+	agent := "#!/bin/sh\nfor f in ../sibling.txt .git/config \"$HOME/../x\"; do echo pwned >> \"$f\" && echo \"WROTE $f\"; done\n" +
+		"printf 'def mul(a, b):\\n    return a * b\\n' > mul.py\n"
+	writeFiles(t, repo, map[string]string{".runner/agent.sh": agent, ".runner/config.toml": "[guard]\ncommand = [\"true\"]\n\n[executor]\nkind = \"command\"\nsandbox = \"required\"\ncommand = [\".runner/agent.sh\"]\n"})
+	if err := os.Chmod(filepath.Join(repo, ".runner/agent.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "agent")
+	out := f.run(t, "loop", "start", "--run-id", "t1")
+	if out.code != 0 {
+		t.Fatalf("start: %d %s", out.code, out.stderr)
+	}
+	out = f.run(t, "loop", "step")
+	if out.code != 0 && strings.Contains(out.stderr, "cannot confine") {
+		t.Skipf("no sandbox here: %s", out.stderr)
+	}
+	if out.code != 0 || out.stdout != "chore(loop): run t1 iter 1 node root execute guard=pass\n" {
+		t.Fatalf("step: exit %d\nstdout:\n%s\nstderr:\n%s", out.code, out.stdout, out.stderr)
+	}
+	log, _ := os.ReadFile(f.iterFile(1, "executor.log"))
+	if strings.Contains(string(log), "WROTE") || strings.Count(string(log), "Read-only file system") != 3 {
+		t.Errorf("executor.log:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(repo), "sibling.txt")); !os.IsNotExist(err) {
+		t.Errorf("the agent wrote beside the repository: %v", err)
+	}
+	if got := git(t, repo, "show", "HEAD:mul.py"); !strings.Contains(got, "return a * b") {
+		t.Errorf("mul.py = %q", got)
+	}
+	var meta struct {
+		ExecutorSandbox struct {
+			Mode, Mechanism, Network, Processes string
+		} `json:"executor_sandbox"`
+	}
+	readJSON(t, f.iterFile(1, "meta.json"), &meta)
+	if s := meta.ExecutorSandbox; s.Mode != "required" || s.Mechanism == "none" || s.Processes != "private" || !strings.HasPrefix(s.Network, "host, TCP connect") {
+		t.Errorf("meta.json executor_sandbox = %+v", s)
+	}
 }

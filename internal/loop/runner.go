@@ -103,8 +103,8 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The repository stands for the private home until an iteration has one.
-	execBox, err := prepareExecutorSandbox(cfg.Executor, repo, repo.Root, 0)
+	// Checked now, prepared again per iteration with its home and proxy.
+	execBox, err := prepareExecutorSandbox(cfg.Executor, repo, "", 0)
 	if err != nil {
 		return nil, err
 	}

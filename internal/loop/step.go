@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -375,15 +376,21 @@ func (r *Runner) promptInput(it *iteration) promptInput {
 // outside the repository that is removed after it, the key proxy when the
 // executor is given a key, and the executor's sandbox.
 func (r *Runner) runExecutor(ctx context.Context, it *iteration, promptFile string, prompt []byte, budget time.Duration) (proc.Result, error) {
-	home, err := os.MkdirTemp("", agentHomePattern(r.repo, r.state.RunID, it.n))
+	// The home is a directory inside a directory of its own, so that
+	// even beside the home the agent finds nothing it may write.
+	outer, err := os.MkdirTemp("", agentHomePattern(r.repo, r.state.RunID, it.n))
 	if err != nil {
 		return proc.Result{}, fmt.Errorf("create the agent's private home: %w", err)
 	}
 	defer func() {
-		if err := os.RemoveAll(home); err != nil {
+		if err := os.RemoveAll(outer); err != nil {
 			r.say("warning: remove the agent's private home: %v", err)
 		}
 	}()
+	home := filepath.Join(outer, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return proc.Result{}, fmt.Errorf("create the agent's private home: %w", err)
+	}
 	inv := Invocation{Root: r.repo.Root, PromptFile: promptFile, Prompt: prompt, Home: home, RunID: r.state.RunID, Iteration: it.n, NodeID: it.meta.Node, Mode: it.meta.Mode, Model: r.cfg.Executor.Model}
 	var port uint16
 	if keyEnv, upstream := r.cfg.Executor.endpoint(); keyEnv != "" {
