@@ -3,7 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -702,44 +705,58 @@ func TestLoopRecoverGitLockAndHomes(t *testing.T) {
 	f.clean(t)
 }
 
-// TestLoopExecutorSandbox: with [executor] sandbox = "required" the
-// command executor runs confined: its write beside the repository and to
-// .git/config are denied, its write in the work tree is committed, and
-// meta.json records how it was confined.
-func TestLoopExecutorSandbox(t *testing.T) {
+// newScriptAgentFixture is a started run t1 whose executor is agent, a
+// shell script committed in the repository (the executor sandbox hides
+// the host's /tmp, where the test's own files live), with executorConfig
+// as more lines of [executor] and a guard that passes.
+func newScriptAgentFixture(t *testing.T, agent, executorConfig string) loopFixture {
+	t.Helper()
 	dir := t.TempDir()
 	repo := newRepo(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
 	f := loopFixture{dir: dir, repo: repo, env: gitEnv(t.TempDir())[len(os.Environ()):]}
 	writeFiles(t, dir, map[string]string{"GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
 	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
-	// The agent is a script in the repository: the sandbox hides the host's /tmp.
-	agent := "#!/bin/sh\nfor f in ../sibling.txt .git/config \"$HOME/../x\"; do echo pwned >> \"$f\" && echo \"WROTE $f\"; done\n" +
-		"printf 'def mul(a, b):\\n    return a * b\\n' > mul.py\n"
-	writeFiles(t, repo, map[string]string{".runner/agent.sh": agent, ".runner/config.toml": "[guard]\ncommand = [\"true\"]\n\n[executor]\nkind = \"command\"\nsandbox = \"required\"\ncommand = [\".runner/agent.sh\"]\n"})
+	writeFiles(t, repo, map[string]string{".runner/agent.sh": agent,
+		".runner/config.toml": "[guard]\ncommand = [\"true\"]\n\n[executor]\nkind = \"command\"\ncommand = [\".runner/agent.sh\"]\n" + executorConfig})
 	if err := os.Chmod(filepath.Join(repo, ".runner/agent.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "agent")
-	out := f.run(t, "loop", "start", "--run-id", "t1")
-	if out.code != 0 {
-		t.Fatalf("start: %d %s", out.code, out.stderr)
-	}
-	out = f.run(t, "loop", "step")
+	f.mustRun(t, 0, "loop", "start", "--run-id", "t1")
+	return f
+}
+
+// stepConfined runs one step that must pass, skipping where the machine
+// cannot confine the executor.
+func (f loopFixture) stepConfined(t *testing.T) {
+	t.Helper()
+	out := f.run(t, "loop", "step")
 	if out.code != 0 && strings.Contains(out.stderr, "cannot confine") {
 		t.Skipf("no sandbox here: %s", out.stderr)
 	}
 	if out.code != 0 || out.stdout != "chore(loop): run t1 iter 1 node root execute guard=pass\n" {
 		t.Fatalf("step: exit %d\nstdout:\n%s\nstderr:\n%s", out.code, out.stdout, out.stderr)
 	}
+}
+
+// TestLoopExecutorSandbox: with [executor] sandbox = "required" the
+// command executor runs confined: its writes beside its home, beside the
+// repository and to .git/config are denied, its write in the work tree is
+// committed, and meta.json records how it was confined.
+func TestLoopExecutorSandbox(t *testing.T) {
+	agent := "#!/bin/sh\nfor f in ../sibling.txt .git/config \"$HOME/../x\"; do echo pwned >> \"$f\" && echo \"WROTE $f\"; done\n" +
+		"printf 'def mul(a, b):\\n    return a * b\\n' > mul.py\n"
+	f := newScriptAgentFixture(t, agent, "sandbox = \"required\"\n")
+	f.stepConfined(t)
 	log, _ := os.ReadFile(f.iterFile(1, "executor.log"))
 	if strings.Contains(string(log), "WROTE") || strings.Count(string(log), "Read-only file system") != 3 {
 		t.Errorf("executor.log:\n%s", log)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(repo), "sibling.txt")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(f.repo), "sibling.txt")); !os.IsNotExist(err) {
 		t.Errorf("the agent wrote beside the repository: %v", err)
 	}
-	if got := git(t, repo, "show", "HEAD:mul.py"); !strings.Contains(got, "return a * b") {
+	if got := git(t, f.repo, "show", "HEAD:mul.py"); !strings.Contains(got, "return a * b") {
 		t.Errorf("mul.py = %q", got)
 	}
 	var meta struct {
@@ -748,7 +765,46 @@ func TestLoopExecutorSandbox(t *testing.T) {
 		} `json:"executor_sandbox"`
 	}
 	readJSON(t, f.iterFile(1, "meta.json"), &meta)
-	if s := meta.ExecutorSandbox; s.Mode != "required" || s.Mechanism == "none" || s.Processes != "private" || !strings.HasPrefix(s.Network, "host, TCP connect") {
+	if s := meta.ExecutorSandbox; s.Mode != "required" || s.Mechanism == "none" || s.Processes != "private" || !strings.HasPrefix(s.Network, "host, ") {
 		t.Errorf("meta.json executor_sandbox = %+v", s)
+	}
+}
+
+// TestLoopCommandExecutorKeyProxy: a command executor given base_url and
+// api_key_env gets a stand-in key and the runner's proxy, through which
+// its request reaches the endpoint with the real key; the real key is in
+// factory's environment and nowhere the agent can look.
+func TestLoopCommandExecutorKeyProxy(t *testing.T) {
+	const realKey = "sk-loop-command-real-3e9d51"
+	var mu sync.Mutex
+	var auth []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		io.WriteString(w, "the model says hi")
+	}))
+	defer upstream.Close()
+	agent := "#!/bin/sh\ncurl -sS -H \"Authorization: Bearer $LOOP_CMD_KEY\" \"$FACTORY_LOOP_MODEL_URL/chat\" > answer.txt\n" +
+		"{ env; " + ancestorsScript + "; } > seen.txt 2>&1\n" +
+		"curl -sS " + upstream.URL + "/direct >> seen.txt 2>&1\n" +
+		"printf 'def mul(a, b):\\n    return a * b\\n' > mul.py\n"
+	f := newScriptAgentFixture(t, agent, "sandbox = \"required\"\nbase_url = \""+upstream.URL+"/v1\"\napi_key_env = \"LOOP_CMD_KEY\"\n")
+	f.env = append(f.env, "LOOP_CMD_KEY="+realKey)
+	f.stepConfined(t)
+	if got := git(t, f.repo, "show", "HEAD:answer.txt"); got != "the model says hi" {
+		t.Errorf("answer.txt = %q, want the upstream's answer through the proxy", got)
+	}
+	seen := git(t, f.repo, "show", "HEAD:seen.txt")
+	if strings.Contains(seen, realKey) || !strings.Contains(seen, "LOOP_CMD_KEY=factory-proxy-") || !strings.Contains(seen, "FACTORY_LOOP_MODEL_URL=http://127.0.0.1:") {
+		t.Errorf("what the agent saw:\n%s", seen)
+	}
+	if !strings.Contains(seen, "Failed to connect to 127.0.0.1") {
+		t.Errorf("the agent reached the endpoint directly, around the proxy:\n%s", seen)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auth) != 1 || auth[0] != "/v1/chat Bearer "+realKey {
+		t.Errorf("the endpoint got %q, want one request to /v1/chat with the real key", auth)
 	}
 }
