@@ -126,7 +126,11 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 	case box.Warning() != "":
 		r.say("%s", box.Warning())
 	}
-	r.say("executor %s", execBox.Describe())
+	if keyEnv, _ := cfg.Executor.endpoint(); keyEnv != "" && execBox.Confined() {
+		r.say("executor %s; each iteration may connect to its key proxy", execBox.Describe())
+	} else {
+		r.say("executor %s", execBox.Describe())
+	}
 	switch {
 	case execBox.Summary().Mode == sandbox.ModeOff:
 		r.say("warning: [executor] sandbox = \"off\": the agent runs with your full privileges (network, every file you can write, the processes above it)")

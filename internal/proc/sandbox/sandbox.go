@@ -291,11 +291,12 @@ func (p *Policy) Summary() Summary {
 		s.Processes = "private"
 	}
 	switch {
-	case p.hostNet && p.mech != MechanismNone:
+	case p.hostNet && p.mech != MechanismNone && p.abi < 4:
 		s.Network = "host, TCP connect unrestricted (Landlock ABI < 4)"
-		if p.abi >= 4 {
-			s.Network = "host, TCP connect only to port " + joinPorts(p.ports) + " (Landlock)"
-		}
+	case p.hostNet && p.mech != MechanismNone && len(p.ports) == 0:
+		s.Network = "host, TCP connect denied (Landlock)"
+	case p.hostNet && p.mech != MechanismNone:
+		s.Network = "host, TCP connect only to port " + joinPorts(p.ports) + " (Landlock)"
 	case p.mech == MechanismNamespaces:
 		s.Network = "loopback only"
 	case p.mech == MechanismLandlock && p.abi >= 4:
@@ -319,11 +320,8 @@ func (p *Policy) Summary() Summary {
 	return s
 }
 
-// joinPorts lists ports as "1, 2"; "none" for no port.
+// joinPorts lists ports as "1, 2".
 func joinPorts(ports []uint16) string {
-	if len(ports) == 0 {
-		return "none"
-	}
 	s := make([]string, len(ports))
 	for i, p := range ports {
 		s[i] = strconv.Itoa(int(p))
