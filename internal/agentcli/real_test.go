@@ -209,7 +209,7 @@ func (a agent) run(t *testing.T, script ...agentclitest.Turn) session {
 		t.Fatalf("%s: %+v\noutput:\n%s\nrequests:\n%s", a.name, s.res, s.out, s.srv.Summary())
 	}
 	if s.srv.Served() != len(script) || len(s.srv.Unexpected()) > 0 {
-		t.Errorf("%s: served %d of %d turns, %d unexpected requests:\n%s", a.name, s.srv.Served(), len(script), len(s.srv.Unexpected()), s.srv.Summary())
+		t.Errorf("%s: served %d of %d turns, %d unexpected requests:\n%s\noutput:\n%s", a.name, s.srv.Served(), len(script), len(s.srv.Unexpected()), s.srv.Summary(), s.out)
 	}
 	if turns := s.srv.Turns(); len(turns) == 0 || !bytes.Contains(turns[0].Body, []byte(promptMarker)) {
 		t.Errorf("%s: the first model request does not carry the prompt\nrequests:\n%s", a.name, s.srv.Summary())
