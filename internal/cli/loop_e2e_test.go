@@ -775,6 +775,9 @@ func TestLoopExecutorSandbox(t *testing.T) {
 // its request reaches the endpoint with the real key; the real key is in
 // factory's environment and nowhere the agent can look.
 func TestLoopCommandExecutorKeyProxy(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (apt-get install curl): the test's agent script uses it")
+	}
 	const realKey = "sk-loop-command-real-3e9d51"
 	var mu sync.Mutex
 	var auth []string
