@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // The versions of the CLIs this package was written and tested against, as installed by
@@ -47,6 +48,20 @@ func InstallDir(getenv func(string) string) string {
 // in dir. It may not exist.
 func InstalledBinary(dir, name string) string {
 	return filepath.Join(dir, "node_modules", ".bin", name)
+}
+
+// Confinement is how factory confines an agent CLI and every process it starts (see
+// docs/agent-clis.md): writes only to workTree, home and a private tmp; readOnly (the repository's
+// git directories) read-only even inside workTree; a PID namespace of its own, so that no process of
+// the agent sees a process above the CLI (their environment holds the real API key); and the host's
+// network with TCP connections only to port, the key proxy's (keyproxy), where Landlock can restrict
+// them (ABI 4 or later). port 0 allows no TCP connection.
+func Confinement(mode sandbox.Mode, workTree string, readOnly []string, home string, port uint16) sandbox.Request {
+	req := sandbox.Request{Mode: mode, WorkTree: workTree, ReadOnly: readOnly, Home: home, PrivatePIDs: true, HostNetwork: true}
+	if port != 0 {
+		req.ConnectPorts = []uint16{port}
+	}
+	return req
 }
 
 // baseEnv is what every agent CLI gets from the caller's environment: proc's core variables (PATH,

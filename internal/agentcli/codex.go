@@ -27,18 +27,23 @@ type CodexConfig struct {
 	Home    string
 	Prompt  []byte   // the prompt, given on stdin
 	Environ []string // the caller's environment (os.Environ()) from which the allow-list is taken
+	// Confined says the caller runs the CLI inside factory's sandbox (see Confinement). Codex's own
+	// sandbox is then turned off (--sandbox danger-full-access): its bubblewrap cannot mount inside
+	// factory's, and factory's already keeps writes to the work tree and .git read-only.
+	Confined bool
 }
 
 var providerID = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
 // Codex returns the invocation of `codex exec` for cfg:
 //
-//	codex exec --sandbox workspace-write --skip-git-repo-check -m <model>
+//	codex exec --sandbox workspace-write|danger-full-access --skip-git-repo-check -m <model>
 //	    [-c model_provider=<id> -c 'model_providers.<id>={name="<id>",base_url="<url>",env_key="<VAR>",wire_api="responses"}']
 //	    [-c 'shell_environment_policy.exclude=["<KEY VAR>"]']
 //
 // with the prompt on stdin. workspace-write lets the agent write in its working directory (the
-// repository) without asking, and keeps .git read-only, so only the runner commits. The exclude
+// repository) without asking, and keeps .git read-only, so only the runner commits; with Confined,
+// factory's sandbox does that instead and Codex's is off (danger-full-access). The exclude
 // option, given whenever a key is passed, keeps the key out of the commands the agent runs: Codex
 // would otherwise pass it on to them, and so to the code the model writes.
 //
@@ -54,7 +59,11 @@ func Codex(cfg CodexConfig) (Invocation, error) {
 	if binary == "" {
 		binary = "codex"
 	}
-	argv := []string{binary, "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "-m", cfg.Model}
+	mode := "workspace-write"
+	if cfg.Confined {
+		mode = "danger-full-access"
+	}
+	argv := []string{binary, "exec", "--sandbox", mode, "--skip-git-repo-check", "-m", cfg.Model}
 	vars := baseEnv(cfg.Environ, cfg.Home)
 	vars["CODEX_HOME"] = cfg.Home
 

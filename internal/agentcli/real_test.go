@@ -3,16 +3,38 @@ package agentcli_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/factory-harness/factory/internal/agentcli"
 	"github.com/factory-harness/factory/internal/agentcli/agentclitest"
+	"github.com/factory-harness/factory/internal/llm/keyproxy"
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
+
+// TestMain lets the test binary serve as the sandbox's init, and puts the real API key in the test
+// process's own environment, as it is in factory's when the runner starts an agent: the test binary
+// is then an ancestor of every agent holding the key in /proc/<pid>/environ, which the agent must
+// not be able to read. (os.Setenv would not show there: the binary re-executes itself with it.)
+func TestMain(m *testing.M) {
+	sandbox.Init()
+	if os.Getenv(testKey) != testKeyValue {
+		err := syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), testKey+"="+testKeyValue))
+		fmt.Fprintf(os.Stderr, "re-execute the test binary with %s: %v\n", testKey, err)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
 
 // agentTimeout bounds one CLI run; a scripted session takes seconds.
 const agentTimeout = 2 * time.Minute
@@ -64,9 +86,24 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
-// runInvocation runs inv in dir through proc, as a loop executor would, and returns the result and
-// the combined output.
-func runInvocation(t *testing.T, inv agentcli.Invocation, dir string) (proc.Result, string) {
+// confine returns the policy the loop runner uses for an agent in repo with home, talking to the key
+// proxy on port, skipping the test where the machine cannot confine it.
+func confine(t *testing.T, repo, home string, port uint16) *sandbox.Policy {
+	t.Helper()
+	box, err := sandbox.Prepare(agentcli.Confinement(sandbox.ModeRequired, repo, []string{filepath.Join(repo, ".git")}, home, port))
+	var unavailable *sandbox.UnavailableError
+	if errors.As(err, &unavailable) {
+		t.Skipf("the agent sandbox needs user namespaces and Landlock: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
+}
+
+// runInvocation runs inv in dir through proc under box, as a loop executor would, and returns the
+// result and the combined output.
+func runInvocation(t *testing.T, inv agentcli.Invocation, dir string, box *sandbox.Policy) (proc.Result, string) {
 	t.Helper()
 	work := t.TempDir()
 	prompt := filepath.Join(work, "prompt.md")
@@ -76,7 +113,7 @@ func runInvocation(t *testing.T, inv agentcli.Invocation, dir string) (proc.Resu
 	logPath := filepath.Join(work, "executor.log")
 	res := proc.Run(context.Background(), proc.Spec{
 		Argv: inv.Argv, Dir: dir, Env: inv.Env, StdinFile: prompt, Timeout: agentTimeout,
-		Stdout: logPath, Stderr: logPath, MaxOutputBytes: proc.DefaultMaxOutputBytes,
+		Stdout: logPath, Stderr: logPath, MaxOutputBytes: proc.DefaultMaxOutputBytes, Sandbox: box,
 	})
 	out, err := os.ReadFile(logPath)
 	if err != nil {
@@ -88,65 +125,69 @@ func runInvocation(t *testing.T, inv agentcli.Invocation, dir string) (proc.Resu
 // promptMarker is in every test prompt, to check that the prompt reached the model.
 const promptMarker = "factory-prompt-marker-4f1c"
 
-// agent is one real CLI, set up against a scripted model server.
+// agent is one real CLI, set up against a scripted model server behind the key proxy.
 type agent struct {
-	name  string // the installed binary: "codex" or "claude"
-	start func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation)
-	// commits says whether the agent can commit: Codex's sandbox keeps .git read-only, Claude Code
-	// has no sandbox.
-	commits bool
-	// keyVisible says whether the commands the agent runs see the CLI's own API key. Codex is told not
-	// to pass it on; Claude Code passes it (a known gap, see docs/agent-clis.md). The test pins both
-	// down so a change is noticed.
-	keyVisible bool
+	name   string // the installed binary: "codex" or "claude"
+	server func(tb testing.TB, script ...agentclitest.Turn) *agentclitest.Server
+	// build returns the invocation talking to the proxy at url with the stand-in key in environ,
+	// with home as its private home.
+	build func(t *testing.T, bin, url, home string, environ []string) agentcli.Invocation
+	// keyHeader is the header that carries the key to the model server.
+	keyHeader, keyPrefix string
 }
 
-// testKey is the API key variable the tests set; the scripted servers accept any key.
+// The test API key: in the test binary's own environment (see TestMain) and given to the key proxy,
+// never to a CLI. The agents' commands search for keySearch, a prefix of it, so that the commands
+// themselves do not carry it.
 const (
 	testKey      = "FACTORY_AGENTCLI_TEST_KEY"
-	testKeyValue = "test-key-value"
+	testKeyValue = "sk-test-real-key-2b7f9c41e6d0"
+	keySearch    = "sk-test-real-key"
 )
 
 // decoys are credentials in the caller's environment that must reach neither CLI.
 var decoys = []string{"GH_TOKEN=ghp_decoy_secret", "OPENAI_API_KEY=sk-decoy-openai", "ANTHROPIC_API_KEY=sk-decoy-anthropic"}
 
-// testEnviron is the caller's environment the tests give the builders.
-func testEnviron() []string {
-	return append(append(os.Environ(), decoys...), testKey+"="+testKeyValue)
+// testEnviron is the caller's environment the tests give the builders: the decoys, and the key
+// variable holding the proxy's stand-in key.
+func testEnviron(standIn string) []string {
+	return append(append(os.Environ(), decoys...), testKey+"="+standIn)
 }
 
 var agents = []agent{
-	{name: "codex", start: func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation) {
-		srv := agentclitest.NewCodex(t, script...)
-		inv, err := agentcli.Codex(agentcli.CodexConfig{
-			Binary: bin, Model: "scripted-model", BaseURL: srv.BaseURL, APIKeyEnv: testKey, Home: t.TempDir(),
-			Prompt: []byte("Do the task. " + promptMarker + "\n"), Environ: testEnviron(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return srv, inv
-	}},
-	{name: "claude", commits: true, keyVisible: true, start: func(t *testing.T, bin string, script []agentclitest.Turn) (*agentclitest.Server, agentcli.Invocation) {
-		srv := agentclitest.NewClaude(t, script...)
-		inv, err := agentcli.Claude(agentcli.ClaudeConfig{
-			Binary: bin, Model: "scripted-model", BaseURL: srv.BaseURL, APIKeyEnv: testKey, Home: t.TempDir(),
-			Prompt: []byte("Do the task. " + promptMarker + "\n"), Environ: testEnviron(), AsRoot: os.Geteuid() == 0,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return srv, inv
-	}},
+	{name: "codex", server: agentclitest.NewCodex, keyHeader: "Authorization", keyPrefix: "Bearer ",
+		build: func(t *testing.T, bin, url, home string, environ []string) agentcli.Invocation {
+			inv, err := agentcli.Codex(agentcli.CodexConfig{
+				Binary: bin, Model: "scripted-model", BaseURL: url, APIKeyEnv: testKey, Home: home,
+				Prompt: []byte("Do the task. " + promptMarker + "\n"), Environ: environ, Confined: true,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return inv
+		}},
+	{name: "claude", server: agentclitest.NewClaude, keyHeader: "X-Api-Key",
+		build: func(t *testing.T, bin, url, home string, environ []string) agentcli.Invocation {
+			inv, err := agentcli.Claude(agentcli.ClaudeConfig{
+				Binary: bin, Model: "scripted-model", BaseURL: url, APIKeyEnv: testKey, Home: home,
+				Prompt: []byte("Do the task. " + promptMarker + "\n"), Environ: environ, AsRoot: os.Geteuid() == 0,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return inv
+		}},
 }
 
 // session is one finished run of a real CLI in a fresh repository.
 type session struct {
-	repo string
-	srv  *agentclitest.Server
-	inv  agentcli.Invocation
-	res  proc.Result
-	out  string // stdout and stderr
+	repo  string
+	home  string
+	srv   *agentclitest.Server
+	proxy *keyproxy.Proxy
+	inv   agentcli.Invocation
+	res   proc.Result
+	out   string // stdout and stderr
 }
 
 // run runs one scripted session of a in a fresh repository and checks what every session must do:
@@ -154,18 +195,30 @@ type session struct {
 func (a agent) run(t *testing.T, script ...agentclitest.Turn) session {
 	t.Helper()
 	bin := installedCLI(t, a.name)
-	s := session{repo: newRepo(t)}
-	s.srv, s.inv = a.start(t, bin, script)
-	s.res, s.out = runInvocation(t, s.inv, s.repo)
+	s := session{repo: newRepo(t), home: t.TempDir()}
+	s.srv = a.server(t, script...)
+	var err error
+	if s.proxy, err = keyproxy.Start(s.srv.BaseURL, testKeyValue, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.proxy.Close() })
+	s.inv = a.build(t, bin, s.proxy.URL, s.home, testEnviron(s.proxy.Key))
+	s.res, s.out = runInvocation(t, s.inv, s.repo, confine(t, s.repo, s.home, s.proxy.Port))
 	t.Logf("%s took %v for %d model requests", a.name, s.res.Duration.Round(time.Millisecond), len(s.srv.Requests()))
 	if s.res.ExitCode != 0 || s.res.Err != "" {
 		t.Fatalf("%s: %+v\noutput:\n%s\nrequests:\n%s", a.name, s.res, s.out, s.srv.Summary())
 	}
 	if s.srv.Served() != len(script) || len(s.srv.Unexpected()) > 0 {
-		t.Errorf("%s: served %d of %d turns, %d unexpected requests:\n%s", a.name, s.srv.Served(), len(script), len(s.srv.Unexpected()), s.srv.Summary())
+		t.Errorf("%s: served %d of %d turns, %d unexpected requests:\n%s\noutput:\n%s", a.name, s.srv.Served(), len(script), len(s.srv.Unexpected()), s.srv.Summary(), s.out)
 	}
 	if turns := s.srv.Turns(); len(turns) == 0 || !bytes.Contains(turns[0].Body, []byte(promptMarker)) {
 		t.Errorf("%s: the first model request does not carry the prompt\nrequests:\n%s", a.name, s.srv.Summary())
+	}
+	// Every request reached the model through the proxy, which put the real key in.
+	for _, r := range s.srv.Requests() {
+		if got := r.Header.Get(a.keyHeader); got != a.keyPrefix+testKeyValue {
+			t.Errorf("%s: %s %s reached the model with %s %q, want the real key from the proxy", a.name, r.Method, r.Path, a.keyHeader, got)
+		}
 	}
 	return s
 }
@@ -179,6 +232,16 @@ func (s session) afterTurn(t *testing.T, i int) string {
 		t.Fatalf("no request after turn %d:\n%s", i, s.srv.Summary())
 	}
 	return string(turns[i+1].Body)
+}
+
+// around returns up to 1500 bytes of s on either side of the first needle, for a failure message
+// about a 50 KB request body.
+func around(s, needle string) string {
+	i := strings.Index(s, needle)
+	if i < 0 {
+		return fmt.Sprintf("(no %q in %d bytes)", needle, len(s))
+	}
+	return "…" + s[max(0, i-1500):min(len(s), i+len(needle)+1500)] + "…"
 }
 
 func readFile(t *testing.T, path string) string {
@@ -229,9 +292,9 @@ func TestRealCLIEditsFiles(t *testing.T) {
 	}
 }
 
-// TestRealCLIGitCommit: the scripted model makes the agent commit. Codex's workspace-write sandbox
-// mounts .git read-only, so the commit fails and the failure goes back to the model; Claude Code has no
-// sandbox and commits, which the loop runner must detect and undo.
+// TestRealCLIGitCommit: the scripted model makes the agent commit. Factory's sandbox mounts .git
+// read-only for both CLIs, so the commit fails, the failure goes back to the model and only the runner
+// commits.
 func TestRealCLIGitCommit(t *testing.T) {
 	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {
@@ -241,58 +304,101 @@ func TestRealCLIGitCommit(t *testing.T) {
 				agentclitest.Turn{agentclitest.Say("done")},
 			)
 			repo, toolResult := s.repo, s.afterTurn(t, 1)
-			if !a.commits {
-				if n := git(t, repo, "rev-list", "--count", "HEAD"); n != "1" {
-					t.Errorf("%s commits on HEAD, want 1: the sandbox should have denied the commit", n)
-				}
-				if got, want := git(t, repo, "status", "--porcelain"), "?? a.txt"; got != want {
-					t.Errorf("git status = %q, want %q (nothing staged)", got, want)
-				}
-				if !strings.Contains(toolResult, "Read-only file system") {
-					t.Errorf("the model was not told that .git is read-only; request after the commit:\n%s", toolResult)
-				}
-				return
+			if n := git(t, repo, "rev-list", "--count", "HEAD"); n != "1" {
+				t.Errorf("%s commits on HEAD, want 1: the sandbox should have denied the commit", n)
 			}
-			if got, want := git(t, repo, "log", "-1", "--format=%s|%an|%P"), "agent commit|Test Agent|"+git(t, repo, "rev-parse", "HEAD~1"); got != want {
-				t.Errorf("HEAD = %q, want %q (the agent's commit on top of the initial one)", got, want)
+			if got, want := git(t, repo, "status", "--porcelain"), "?? a.txt"; got != want {
+				t.Errorf("git status = %q, want %q (nothing staged)", got, want)
 			}
-			if got := git(t, repo, "status", "--porcelain"); got != "" {
-				t.Errorf("git status = %q, want clean (a.txt committed)", got)
-			}
-			if !strings.Contains(toolResult, "agent commit") {
-				t.Errorf("the model was not told about the commit; request after the commit:\n%s", toolResult)
+			if !strings.Contains(toolResult, "Read-only file system") {
+				t.Errorf("the model was not told that .git is read-only; request after the commit:\n%s", toolResult)
 			}
 		})
 	}
 }
 
-// TestRealCLICommandEnvironment: the commands the agent runs see the private home, and none of the
-// caller's credentials; Codex keeps its own key from them too (shell_environment_policy.exclude),
-// Claude Code passes it on.
+// ancestors is a shell script that prints the environment and command line of every process above
+// the shell, up to the top of what it can see.
+const ancestors = `p=$PPID; while [ "$p" -gt 0 ] 2>/dev/null; do echo "=""= process $p"; tr '\0' '\n' < /proc/$p/environ; tr '\0' ' ' < /proc/$p/cmdline; echo; p=$(awk '/^PPid:/ {print $2}' /proc/$p/status); done`
+
+// The scripts below split their markers ("=""= end") so that the request carrying their output, which
+// also carries the command itself, contains a marker only when the command printed it.
+
+// TestRealCLICommandEnvironment: a command the agent runs prints its environment, the environment and
+// command line of every process above it, and whatever in its home looks like the key; the real API
+// key appears nowhere (the CLI holds only the proxy's stand-in key, and the processes above the CLI,
+// this test binary among them, are out of sight), none of the caller's other credentials either, and
+// the model still answers through the proxy.
 func TestRealCLICommandEnvironment(t *testing.T) {
 	for _, a := range agents {
 		t.Run(a.name, func(t *testing.T) {
 			s := a.run(t,
-				agentclitest.Turn{agentclitest.Shell("env")},
+				agentclitest.Turn{agentclitest.Shell("echo '=''= env'; env; " + ancestors + "; echo '=''= home'; grep -rao '" + keySearch + "[-a-z0-9]*' \"$HOME\"; echo '=''= end'")},
 				agentclitest.Turn{agentclitest.Say("done")},
 			)
-			env := s.afterTurn(t, 0)
-			home := ""
-			for _, kv := range s.inv.Env {
-				if strings.HasPrefix(kv, "HOME=") {
-					home = kv
+			out := s.afterTurn(t, 0)
+			for _, want := range []string{"== env", "== process", "== home", "== end", `HOME=` + s.home, "=" + s.proxy.Key} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the command's output lacks %q: %s", want, around(out, "== env"))
 				}
 			}
-			if home == "" || !strings.Contains(env, home+`\n`) {
-				t.Errorf("the agent's command did not see %s; it saw:\n%s", home, env)
+			if strings.Contains(out, testKeyValue) {
+				t.Errorf("the agent's command found the real API key: %s", around(out, testKeyValue))
 			}
 			for _, kv := range decoys {
-				if _, value, _ := strings.Cut(kv, "="); strings.Contains(env, value) {
+				if _, value, _ := strings.Cut(kv, "="); strings.Contains(out, value) {
 					t.Errorf("the agent's command saw the caller's credential %s", kv)
 				}
 			}
-			if got := strings.Contains(env, testKeyValue); got != a.keyVisible {
-				t.Errorf("the agent's command sees the CLI's API key: %v, want %v (update keyVisible and docs/agent-clis.md)", got, a.keyVisible)
+			// And from outside: nothing the CLI left in its home holds the key.
+			err := filepath.WalkDir(s.home, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return err
+				}
+				if data, err := os.ReadFile(path); err == nil && bytes.Contains(data, []byte(testKeyValue)) {
+					t.Errorf("%s in the private home holds the real API key", path)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// TestRealCLIConfinement: the agent's commands cannot write outside the work tree, its home and a
+// private tmp (not beside its home, not beside the repository, not into .git), nor connect to
+// anything but the key proxy, such as a server on the host's loopback (Landlock denies the connect);
+// a write in the work tree works.
+func TestRealCLIConfinement(t *testing.T) {
+	for _, a := range agents {
+		t.Run(a.name, func(t *testing.T) {
+			outside := httptest.NewServer(http.NotFoundHandler())
+			defer outside.Close()
+			script := fmt.Sprintf(`for f in "$HOME/../x" ../sibling.txt .git/config; do if echo pwned >> "$f"; then echo "WR""OTE $f"; fi; done; `+
+				`echo inside > inside.txt && echo "wrote"" inside"; `+
+				`if (exec 3<>/dev/tcp/127.0.0.1/%s); then echo "REA""CHED the outside server"; fi; echo '=''= end'`,
+				outside.URL[strings.LastIndex(outside.URL, ":")+1:])
+			s := a.run(t, agentclitest.Turn{agentclitest.Shell(script)}, agentclitest.Turn{agentclitest.Say("done")})
+			out := s.afterTurn(t, 0)
+			if strings.Contains(out, "WROTE") || strings.Contains(out, "REACHED") || !strings.Contains(out, "wrote inside") ||
+				!strings.Contains(out, "connect: Permission denied") || !strings.Contains(out, "== end") {
+				t.Errorf("the command's output: %s", around(out, "wrote inside"))
+			}
+			if n := strings.Count(out, "Read-only file system"); n != 3 {
+				t.Errorf("%d writes denied as Read-only file system, want 3: %s", n, around(out, "wrote inside"))
+			}
+			for _, p := range []string{filepath.Join(filepath.Dir(s.home), "x"), filepath.Join(filepath.Dir(s.repo), "sibling.txt")} {
+				if _, err := os.Stat(p); !os.IsNotExist(err) {
+					t.Errorf("%s exists on the host: %v", p, err)
+				}
+			}
+			if cfg := readFile(t, filepath.Join(s.repo, ".git", "config")); strings.Contains(cfg, "pwned") {
+				t.Errorf(".git/config was written:\n%s", cfg)
+			}
+			if got := readFile(t, filepath.Join(s.repo, "inside.txt")); got != "inside\n" {
+				t.Errorf("inside.txt = %q", got)
 			}
 		})
 	}

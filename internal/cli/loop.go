@@ -370,7 +370,11 @@ git metadata, and the executor's process group. 'factory loop step' refuses to r
 it is present. 'factory loop recover' kills the executor's process group if it survived,
 and, unless the iteration's commit was already made, resets the repository to the
 iteration's starting commit (ignored files kept, the iteration's logs moved to
-<n>.interrupted), then removes the journal. Without a journal it changes nothing.
+<n>.interrupted), then removes the journal. A git killed mid-commit leaves .git/index.lock
+(or HEAD's or the branch's lock): recover removes it when it is at least 10 s old, and
+otherwise refuses, as a git may still hold it. Without a journal it changes nothing in the
+repository. Either way it removes the private homes ($TMPDIR/factory-loop-home-<repo tag>-*)
+that killed iterations of this repository left behind.
 
 ` + loopExitCodes,
 		Args: noArgs("loop recover"),
@@ -378,6 +382,14 @@ iteration's starting commit (ignored files kept, the iteration's logs moved to
 			res, err := loop.Recover(c.Context(), repo, nil)
 			if err != nil {
 				return loopError(err)
+			}
+			if !jsonOut {
+				for _, p := range res.GitLocks {
+					fmt.Fprintf(env.Stdout, "removed the stale git lock %s\n", p)
+				}
+				for _, p := range res.AgentHomes {
+					fmt.Fprintf(env.Stdout, "removed the agent home %s left by a killed iteration\n", p)
+				}
 			}
 			switch {
 			case jsonOut:

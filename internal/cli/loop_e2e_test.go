@@ -3,7 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,7 +96,11 @@ func newLoopFixtureGuard(t *testing.T, dir string, script map[int][]act, extraCo
 	writeFiles(t, dir, map[string]string{"script.json": string(data), "GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
 	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
 	bin := scriptexec(t)
-	cfg := fmt.Sprintf("%s\n[guard]\ncommand = %s\n%s\n[executor]\nkind = \"command\"\ncommand = [%q, %q]\n",
+	// The scripted executor and its script live under the host's /tmp,
+	// which the executor sandbox replaces with a private one: these tests
+	// are about the runner, so the executor runs unconfined
+	// (TestLoopExecutorSandbox confines one).
+	cfg := fmt.Sprintf("%s\n[guard]\ncommand = %s\n%s\n[executor]\nkind = \"command\"\nsandbox = \"off\"\ncommand = [%q, %q]\n",
 		extraConfig, tomlArray(guard), guardConfig, bin, filepath.Join(dir, "script.json"))
 	writeFiles(t, repo, map[string]string{".runner/config.toml": cfg})
 	f.mustRun(t, 0, "loop", "start", "--run-id", "t1")
@@ -645,4 +652,162 @@ echo "every escape denied"`}
 			t.Errorf("meta.json = %+v", m)
 		}
 	})
+}
+
+// TestLoopRecoverGitLockAndHomes: factory is killed while its iteration
+// runs, and a git killed mid-commit left .git/index.lock. recover refuses a
+// lock young enough to belong to a git at work, removes it once it is
+// stale, resets, and removes the killed iteration's private home from
+// TMPDIR, and no one else's.
+func TestLoopRecoverGitLockAndHomes(t *testing.T) {
+	dir, tmp := t.TempDir(), t.TempDir()
+	pidfile := filepath.Join(dir, "child.pid")
+	f := newLoopFixture(t, dir, map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "x\n"}, {"op": "hang", "pidfile": pidfile}}}, "")
+	f.env = append(f.env, "TMPDIR="+tmp)
+	other := filepath.Join(tmp, "factory-loop-home-000000000000-t1-1-123")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	start := git(t, f.repo, "rev-parse", "HEAD")
+	cmd, _ := startStep(t, f, pidfile)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	homes, _ := filepath.Glob(filepath.Join(tmp, "factory-loop-home-*-t1-1-*"))
+	if len(homes) != 2 {
+		t.Fatalf("homes in TMPDIR after the kill: %q, want the iteration's and the other repository's", homes)
+	}
+	lock := filepath.Join(f.repo, ".git", "index.lock")
+	writeFiles(t, f.repo, map[string]string{".git/index.lock": ""})
+	out := f.run(t, "loop", "recover")
+	if out.code == 0 || !strings.Contains(out.stderr, "index.lock is") || !strings.Contains(out.stderr, "a git process may still hold it") {
+		t.Fatalf("recover with a fresh index.lock: exit %d\nstdout:\n%s\nstderr:\n%s", out.code, out.stdout, out.stderr)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the fresh lock was removed: %v", err)
+	}
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(lock, old, old); err != nil {
+		t.Fatal(err)
+	}
+	out = f.mustRun(t, 0, "loop", "recover")
+	if !strings.Contains(out.stdout, "removed the stale git lock "+lock) || !strings.Contains(out.stdout, "recovered: iteration 1 of run t1 reset to") {
+		t.Errorf("recover: %q", out.stdout)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("index.lock survived: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "factory-loop-home-*")); len(left) != 1 || left[0] != other {
+		t.Errorf("homes left in TMPDIR: %q, want only the other repository's %s", left, other)
+	}
+	if head := git(t, f.repo, "rev-parse", "HEAD"); head != start {
+		t.Errorf("HEAD = %s, want %s", head, start)
+	}
+	f.clean(t)
+}
+
+// newScriptAgentFixture is a started run t1 whose executor is agent, a
+// shell script committed in the repository (the executor sandbox hides
+// the host's /tmp, where the test's own files live), with executorConfig
+// as more lines of [executor] and a guard that passes.
+func newScriptAgentFixture(t *testing.T, agent, executorConfig string) loopFixture {
+	t.Helper()
+	dir := t.TempDir()
+	repo := newRepo(t, map[string]string{"calc.py": "def add(a, b):\n    return a + b\n"})
+	f := loopFixture{dir: dir, repo: repo, env: gitEnv(t.TempDir())[len(os.Environ()):]}
+	writeFiles(t, dir, map[string]string{"GOAL.md": "# Build calc\n\nA calculator with add and mul.\n"})
+	f.mustRun(t, 0, "loop", "init", "--goal-file", filepath.Join(dir, "GOAL.md"))
+	writeFiles(t, repo, map[string]string{".runner/agent.sh": agent,
+		".runner/config.toml": "[guard]\ncommand = [\"true\"]\n\n[executor]\nkind = \"command\"\ncommand = [\".runner/agent.sh\"]\n" + executorConfig})
+	if err := os.Chmod(filepath.Join(repo, ".runner/agent.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "agent")
+	f.mustRun(t, 0, "loop", "start", "--run-id", "t1")
+	return f
+}
+
+// stepConfined runs one step that must pass, skipping where the machine
+// cannot confine the executor.
+func (f loopFixture) stepConfined(t *testing.T) {
+	t.Helper()
+	out := f.run(t, "loop", "step")
+	if out.code != 0 && strings.Contains(out.stderr, "cannot confine") {
+		t.Skipf("no sandbox here: %s", out.stderr)
+	}
+	if out.code != 0 || out.stdout != "chore(loop): run t1 iter 1 node root execute guard=pass\n" {
+		t.Fatalf("step: exit %d\nstdout:\n%s\nstderr:\n%s", out.code, out.stdout, out.stderr)
+	}
+}
+
+// TestLoopExecutorSandbox: with [executor] sandbox = "required" the
+// command executor runs confined: its writes beside its home, beside the
+// repository and to .git/config are denied, its write in the work tree is
+// committed, and meta.json records how it was confined.
+func TestLoopExecutorSandbox(t *testing.T) {
+	agent := "#!/bin/sh\nfor f in ../sibling.txt .git/config \"$HOME/../x\"; do echo pwned >> \"$f\" && echo \"WROTE $f\"; done\n" +
+		"printf 'def mul(a, b):\\n    return a * b\\n' > mul.py\n"
+	f := newScriptAgentFixture(t, agent, "sandbox = \"required\"\n")
+	f.stepConfined(t)
+	log, _ := os.ReadFile(f.iterFile(1, "executor.log"))
+	if strings.Contains(string(log), "WROTE") || strings.Count(string(log), "Read-only file system") != 3 {
+		t.Errorf("executor.log:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(f.repo), "sibling.txt")); !os.IsNotExist(err) {
+		t.Errorf("the agent wrote beside the repository: %v", err)
+	}
+	if got := git(t, f.repo, "show", "HEAD:mul.py"); !strings.Contains(got, "return a * b") {
+		t.Errorf("mul.py = %q", got)
+	}
+	var meta struct {
+		ExecutorSandbox struct {
+			Mode, Mechanism, Network, Processes string
+		} `json:"executor_sandbox"`
+	}
+	readJSON(t, f.iterFile(1, "meta.json"), &meta)
+	if s := meta.ExecutorSandbox; s.Mode != "required" || s.Mechanism == "none" || s.Processes != "private" || !strings.HasPrefix(s.Network, "host, ") {
+		t.Errorf("meta.json executor_sandbox = %+v", s)
+	}
+}
+
+// TestLoopCommandExecutorKeyProxy: a command executor given base_url and
+// api_key_env gets a stand-in key and the runner's proxy, through which
+// its request reaches the endpoint with the real key; the real key is in
+// factory's environment and nowhere the agent can look.
+func TestLoopCommandExecutorKeyProxy(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (apt-get install curl): the test's agent script uses it")
+	}
+	const realKey = "sk-loop-command-real-3e9d51"
+	var mu sync.Mutex
+	var auth []string
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		io.WriteString(w, "the model says hi")
+	}))
+	defer upstream.Close()
+	agent := "#!/bin/sh\ncurl -sS -H \"Authorization: Bearer $LOOP_CMD_KEY\" \"$FACTORY_LOOP_MODEL_URL/chat\" > answer.txt\n" +
+		"{ env; " + ancestorsScript + "; } > seen.txt 2>&1\n" +
+		"curl -sS " + upstream.URL + "/direct >> seen.txt 2>&1\n" +
+		"printf 'def mul(a, b):\\n    return a * b\\n' > mul.py\n"
+	f := newScriptAgentFixture(t, agent, "sandbox = \"required\"\nbase_url = \""+upstream.URL+"/v1\"\napi_key_env = \"LOOP_CMD_KEY\"\n")
+	f.env = append(f.env, "LOOP_CMD_KEY="+realKey)
+	f.stepConfined(t)
+	if got := git(t, f.repo, "show", "HEAD:answer.txt"); got != "the model says hi" {
+		t.Errorf("answer.txt = %q, want the upstream's answer through the proxy", got)
+	}
+	seen := git(t, f.repo, "show", "HEAD:seen.txt")
+	if strings.Contains(seen, realKey) || !strings.Contains(seen, "LOOP_CMD_KEY=factory-proxy-") || !strings.Contains(seen, "FACTORY_LOOP_MODEL_URL=http://127.0.0.1:") {
+		t.Errorf("what the agent saw:\n%s", seen)
+	}
+	if !strings.Contains(seen, "Failed to connect to 127.0.0.1") {
+		t.Errorf("the agent reached the endpoint directly, around the proxy:\n%s", seen)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auth) != 1 || auth[0] != "/v1/chat Bearer "+realKey {
+		t.Errorf("the endpoint got %q, want one request to /v1/chat with the real key", auth)
+	}
 }

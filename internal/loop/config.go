@@ -41,8 +41,13 @@ type ExecutorConfig struct {
 	// Kinds "codex" and "claude": the provider's endpoint ("" for OpenAI's
 	// or Anthropic's own API) and the variable holding its API key (""
 	// for DefaultCodexKeyEnv or DefaultClaudeKeyEnv).
+	// Kind "command" takes both or neither: the key then reaches the
+	// command only through the runner's key proxy (docs/loop.md).
 	BaseURL   string `toml:"base_url"`
 	APIKeyEnv string `toml:"api_key_env"`
+	// Sandbox confines the agent and everything it starts: "auto",
+	// "required" or "off" (docs/agent-clis.md#confinement).
+	Sandbox string `toml:"sandbox"`
 }
 
 // Defaults of Config (docs/loop.md explains the choices).
@@ -73,7 +78,7 @@ func DefaultConfig() Config {
 		ExecutorOutputLimitBytes: DefaultOutputLimitBytes,
 		GuardOutputLimitBytes:    DefaultOutputLimitBytes,
 		Guard:                    GuardConfig{Command: []string{"just", "ci"}, Sandbox: string(sandbox.ModeAuto)},
-		Executor:                 ExecutorConfig{Kind: KindCommand},
+		Executor:                 ExecutorConfig{Kind: KindCommand, Sandbox: string(sandbox.ModeAuto)},
 	}
 }
 
@@ -117,15 +122,21 @@ func (c Config) problems() []string {
 	if _, err := sandbox.ParseMode(c.Guard.Sandbox); err != nil {
 		bad("guard.sandbox", "%v", err)
 	}
+	if _, err := sandbox.ParseMode(c.Executor.Sandbox); err != nil {
+		bad("executor.sandbox", "%v", err)
+	}
 	switch c.Executor.Kind {
 	case KindCommand:
 		if len(c.Executor.Command) == 0 || c.Executor.Command[0] == "" {
 			bad("executor.command", "required when executor.kind is %q: the argv of the agent program (the prompt arrives on stdin)", KindCommand)
 		}
-		for key, v := range map[string]string{"model": c.Executor.Model, "base_url": c.Executor.BaseURL, "api_key_env": c.Executor.APIKeyEnv} {
-			if v != "" {
-				bad("executor."+key, "only for executor.kind %q or %q", KindCodex, KindClaude)
-			}
+		if c.Executor.Model != "" {
+			bad("executor.model", "only for executor.kind %q or %q", KindCodex, KindClaude)
+		}
+		if (c.Executor.BaseURL == "") != (c.Executor.APIKeyEnv == "") {
+			bad("executor", "kind %q takes base_url and api_key_env together: the key reaches the command only through the runner's proxy to base_url", KindCommand)
+		} else if p := endpointProblem(c.Executor.BaseURL, c.Executor.APIKeyEnv); c.Executor.BaseURL != "" && p != "" {
+			bad("executor", "%s", p)
 		}
 	case KindCodex, KindClaude:
 		if len(c.Executor.Command) > 0 {
@@ -138,6 +149,9 @@ func (c Config) problems() []string {
 		}
 	default:
 		bad("executor.kind", "%q is not one of %q, %q, %q", c.Executor.Kind, KindCommand, KindCodex, KindClaude)
+	}
+	if key, _ := c.Executor.endpoint(); key != "" && slices.Contains(c.Executor.PassEnv, key) {
+		bad("executor.pass_env", "%s is the API key variable: the agent gets a stand-in key, never the key itself", key)
 	}
 	for _, n := range append(slices.Clone(c.Executor.PassEnv), c.Guard.PassEnv...) {
 		if n == "" || strings.ContainsAny(n, "= ") {
@@ -167,9 +181,12 @@ const configTemplate = `# factory loop configuration. Every key is optional; unk
 kind = "command"                    # "command", "codex" or "claude"
 # The agent program: it gets the prompt pack on stdin and in $FACTORY_LOOP_PROMPT_FILE.
 # command = ["my-agent", "--non-interactive"]
-# pass_env = []                     # extra environment variables (API keys) for the agent
+# pass_env = []                     # extra environment variables for the agent (never its API key)
+# sandbox = "auto"                  # "auto", "required" or "off": confine the agent (docs/agent-clis.md)
 # For kind "codex" or "claude" (docs/loop.md):
 # model = "..."                     # required: the model name given to the CLI
 # base_url = ""                     # "": the provider's own API
 # api_key_env = ""                  # "": OPENAI_API_KEY (codex) or ANTHROPIC_API_KEY (claude)
+# For kind "command", both or neither: the command gets a stand-in key in api_key_env and the
+# runner's key proxy in FACTORY_LOOP_MODEL_URL, which forwards to base_url with the real key.
 `

@@ -1,12 +1,15 @@
 package loop
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/factory-harness/factory/internal/agentcli"
+	"github.com/factory-harness/factory/internal/llm/keyproxy"
 	"github.com/factory-harness/factory/internal/proc"
 )
 
@@ -23,6 +26,13 @@ type Invocation struct {
 	NodeID    string // the selected leaf; "" in REPAIR mode
 	Mode      string // ModeExecute or ModeRepair
 	Model     string // [executor] model, for the agent CLIs
+	// ModelURL is the runner's key proxy for this session, forwarding to
+	// the configured model endpoint with the real API key, and ModelKey
+	// the stand-in key it accepts; "" when the executor is given no key.
+	ModelURL, ModelKey string
+	// Confined says the session runs in factory's sandbox (so Codex turns
+	// its own off).
+	Confined bool
 }
 
 // FACTORY_LOOP_MODE values. The runner cannot know beforehand whether the
@@ -67,7 +77,11 @@ func NewExecutor(c ExecutorConfig, environ []string) (Executor, error) {
 		if len(c.Command) == 0 {
 			return nil, fmt.Errorf("executor kind %s needs [executor] command", KindCommand)
 		}
-		return commandExecutor{argv: c.Command}, nil
+		keyEnv, _ := c.endpoint()
+		if keyEnv != "" && getenv(environ, keyEnv) == "" {
+			return nil, fmt.Errorf("executor kind %s: API key variable %s is not set or empty", KindCommand, keyEnv)
+		}
+		return commandExecutor{argv: c.Command, keyEnv: keyEnv}, nil
 	case KindCodex, KindClaude:
 		bin, err := agentBinary(c.Kind, environ)
 		if err != nil {
@@ -82,11 +96,19 @@ func NewExecutor(c ExecutorConfig, environ []string) (Executor, error) {
 	return nil, fmt.Errorf("unknown executor kind %q", c.Kind)
 }
 
-// commandExecutor runs a fixed argv with the prompt pack on stdin.
-type commandExecutor struct{ argv []string }
+// commandExecutor runs a fixed argv with the prompt pack on stdin; given a
+// key, it gets the stand-in key in keyEnv and the proxy's URL.
+type commandExecutor struct {
+	argv   []string
+	keyEnv string
+}
 
 func (e commandExecutor) Command(inv Invocation) (Command, error) {
-	return Command{Argv: e.argv, Stdin: inv.PromptFile}, nil
+	cmd := Command{Argv: e.argv, Stdin: inv.PromptFile}
+	if e.keyEnv != "" && inv.ModelURL != "" {
+		cmd.Env = []string{e.keyEnv + "=" + inv.ModelKey, "FACTORY_LOOP_MODEL_URL=" + inv.ModelURL}
+	}
+	return cmd, nil
 }
 
 // agentExecutor runs Codex CLI or Claude Code with the invocation that
@@ -107,10 +129,17 @@ func (e agentExecutor) Command(inv Invocation) (Command, error) {
 	return Command{Argv: ai.Argv, Env: ai.Env, Stdin: inv.PromptFile}, nil
 }
 
+// build builds the CLI's invocation; with a key proxy, the CLI talks to
+// it with the stand-in key, and never gets the real one.
 func (e agentExecutor) build(inv Invocation) (agentcli.Invocation, error) {
 	c := e.cfg
 	c.Model = inv.Model
-	return buildAgent(c, e.binary, inv.Home, inv.Prompt, e.environ, e.asRoot)
+	environ := e.environ
+	if inv.ModelURL != "" {
+		c.BaseURL = inv.ModelURL
+		environ = append(slices.Clone(environ), apiKeyEnv(c)+"="+inv.ModelKey)
+	}
+	return buildAgent(c, e.binary, inv.Home, inv.Prompt, environ, e.asRoot, inv.Confined)
 }
 
 // probeHome stands for the private home when an invocation is built only to
@@ -118,11 +147,11 @@ func (e agentExecutor) build(inv Invocation) (agentcli.Invocation, error) {
 const probeHome = "/factory-loop-probe-home"
 
 // buildAgent builds the invocation of the agent CLI c.Kind.
-func buildAgent(c ExecutorConfig, binary, home string, prompt []byte, environ []string, asRoot bool) (agentcli.Invocation, error) {
+func buildAgent(c ExecutorConfig, binary, home string, prompt []byte, environ []string, asRoot, confined bool) (agentcli.Invocation, error) {
 	if c.Kind == KindCodex {
 		return agentcli.Codex(agentcli.CodexConfig{
 			Binary: binary, Model: c.Model, BaseURL: c.BaseURL, APIKeyEnv: apiKeyEnv(c),
-			Home: home, Prompt: prompt, Environ: environ,
+			Home: home, Prompt: prompt, Environ: environ, Confined: confined,
 		})
 	}
 	return agentcli.Claude(agentcli.ClaudeConfig{
@@ -134,9 +163,40 @@ func buildAgent(c ExecutorConfig, binary, home string, prompt []byte, environ []
 // agentSettingsProblem checks model, base_url and api_key_env of an agent
 // kind without looking at the environment: "" when they are usable.
 func agentSettingsProblem(c ExecutorConfig) string {
-	_, err := buildAgent(c, "", probeHome, []byte("probe"), []string{apiKeyEnv(c) + "=probe"}, false)
+	_, err := buildAgent(c, "", probeHome, []byte("probe"), []string{apiKeyEnv(c) + "=probe"}, false, false)
 	if err != nil {
 		return err.Error()
+	}
+	return ""
+}
+
+// The model endpoints of the agent CLIs without [executor] base_url.
+const (
+	DefaultCodexEndpoint  = "https://api.openai.com/v1"
+	DefaultClaudeEndpoint = "https://api.anthropic.com"
+)
+
+// endpoint returns the variable holding the executor's API key and the
+// endpoint the key proxy forwards to: "" when the executor gets no key
+// (a command without api_key_env).
+func (c ExecutorConfig) endpoint() (keyEnv, upstream string) {
+	switch c.Kind {
+	case KindCodex:
+		return apiKeyEnv(c), cmp.Or(c.BaseURL, DefaultCodexEndpoint)
+	case KindClaude:
+		return apiKeyEnv(c), cmp.Or(c.BaseURL, DefaultClaudeEndpoint)
+	}
+	return c.APIKeyEnv, c.BaseURL
+}
+
+// endpointProblem checks a command executor's base_url and api_key_env:
+// "" when they are usable.
+func endpointProblem(baseURL, keyEnv string) string {
+	if err := keyproxy.CheckUpstream(baseURL); err != nil {
+		return "base_url: " + err.Error()
+	}
+	if keyEnv == "" || strings.ContainsAny(keyEnv, "= ") {
+		return fmt.Sprintf("api_key_env %q is not a variable name", keyEnv)
 	}
 	return ""
 }

@@ -38,7 +38,12 @@ pass_env = ["AGENT_TOKEN"]
 		{"agent without a model", "[executor]\nkind = \"claude\"\n", []string{`executor.model: required when executor.kind is "claude": the model name the CLI is given`}},
 		{"agent settings", "[executor]\nkind = \"codex\"\nmodel = \"m\"\nbase_url = \"ftp://h/v1\"\n", []string{`executor: codex invocation: base URL "ftp://h/v1" is not an absolute http or https URL`}},
 		{"agent key variable", "[executor]\nkind = \"claude\"\nmodel = \"m\"\napi_key_env = \"MY-KEY\"\n", []string{`executor: claude invocation: API key variable "MY-KEY" is not a valid environment variable name`}},
-		{"agent keys for a command", "[executor]\ncommand = [\"a\"]\nbase_url = \"http://h\"\napi_key_env = \"K\"\n", []string{`executor.api_key_env: only for executor.kind "codex" or "claude"`, `executor.base_url: only for executor.kind "codex" or "claude"`}},
+		{"a key for a command", "[executor]\ncommand = [\"a\"]\nbase_url = \"http://h\"\napi_key_env = \"K\"\nsandbox = \"required\"\n", nil},
+		{"a model for a command", "[executor]\ncommand = [\"a\"]\nmodel = \"m\"\n", []string{`executor.model: only for executor.kind "codex" or "claude"`}},
+		{"a key without an endpoint", "[executor]\ncommand = [\"a\"]\napi_key_env = \"K\"\n", []string{`executor: kind "command" takes base_url and api_key_env together: the key reaches the command only through the runner's proxy to base_url`}},
+		{"a bad endpoint", "[executor]\ncommand = [\"a\"]\napi_key_env = \"K\"\nbase_url = \"h:80\"\n", []string{`executor: base_url: key proxy: upstream "h:80" is not an absolute http or https URL without credentials`}},
+		{"the key passed on", "[executor]\nkind = \"codex\"\nmodel = \"m\"\npass_env = [\"OPENAI_API_KEY\"]\n", []string{`executor.pass_env: OPENAI_API_KEY is the API key variable: the agent gets a stand-in key, never the key itself`}},
+		{"bad executor sandbox", "[executor]\ncommand = [\"a\"]\nsandbox = \"yes\"\n", []string{`executor.sandbox: unknown sandbox mode "yes": want "auto" (confine when the machine can, else warn), "required" (refuse to run unconfined) or "off" (no confinement)`}},
 		{"bad sandbox", "[guard]\nsandbox = \"maybe\"\n[executor]\ncommand = [\"a\"]\n", []string{`guard.sandbox: unknown sandbox mode "maybe": want "auto" (confine when the machine can, else warn), "required" (refuse to run unconfined) or "off" (no confinement)`}},
 		{"unknown keys", "max_iteration = 3\n[guard]\ncmd = [\"x\"]\n[executor]\ncommand = [\"a\"]\n", []string{"guard.cmd: unknown key", "max_iteration: unknown key"}},
 		{"out of range", "max_iterations = 0\n[executor]\ncommand = [\"a\"]\n", []string{"max_iterations: 0 is out of range [1, 100000]"}},
@@ -57,7 +62,7 @@ pass_env = ["AGENT_TOKEN"]
 	}
 	c, _ := ParseConfig(nil)
 	if c.MaxAttemptsDefault != 3 || c.MaxIterations != 50 || c.IterationTimeoutSecs != 1800 || c.ExecutorOutputLimitBytes != 100000 ||
-		c.GuardOutputLimitBytes != 100000 || !slicesEqual(c.Guard.Command, []string{"just", "ci"}) || c.Guard.Sandbox != "auto" || c.Executor.Kind != KindCommand {
+		c.GuardOutputLimitBytes != 100000 || !slicesEqual(c.Guard.Command, []string{"just", "ci"}) || c.Guard.Sandbox != "auto" || c.Executor.Kind != KindCommand || c.Executor.Sandbox != "auto" {
 		t.Errorf("defaults = %+v", c)
 	}
 }

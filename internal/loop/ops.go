@@ -275,13 +275,24 @@ type RecoverResult struct {
 	Killed    bool   `json:"killed"`    // the executor's process group was still alive
 	Committed bool   `json:"committed"` // the iteration had been committed: nothing to reset
 	Reset     string `json:"reset_to"`  // the commit the repository was reset to
+	// GitLocks are the lock files of a git killed mid-write (a SIGKILL
+	// during the iteration's commit) that were removed.
+	GitLocks []string `json:"removed_git_locks"`
+	// AgentHomes are the private homes of killed iterations removed from
+	// $TMPDIR.
+	AgentHomes []string `json:"removed_agent_homes"`
 }
 
 // Recover finishes an iteration cut off by SIGKILL (or a crash): it kills
 // the executor's process group if it survived, and unless the iteration's
 // commit was made, resets the repository to the iteration's starting commit
-// (ignored files kept), moving its logs aside. Without a journal it changes
-// nothing.
+// (ignored files kept), moving its logs aside. A git killed with it may
+// have left index.lock (or HEAD's or the branch's lock), which would stop
+// the reset: with the journal present, the executor dead and the
+// repository lock held, such a lock is removed once it is
+// gitws.StaleLockAge old (gitws.RemoveStaleLocks says why). Without a
+// journal it changes nothing in the repository. Either way it removes the
+// private homes that killed iterations of this repository left in $TMPDIR.
 func Recover(ctx context.Context, root string, now func() time.Time) (RecoverResult, error) {
 	if now == nil {
 		now = time.Now
@@ -299,16 +310,26 @@ func Recover(ctx context.Context, root string, now func() time.Time) (RecoverRes
 	if err != nil {
 		return RecoverResult{}, refusef("%v (check the repository, then remove it)", err)
 	}
-	if j == nil {
-		return RecoverResult{}, nil
+	homes, err := removeAgentHomes(repo)
+	res := RecoverResult{AgentHomes: nonNil(homes), GitLocks: []string{}}
+	if err != nil {
+		return res, err
 	}
-	res := RecoverResult{Found: true, RunID: j.RunID, Iteration: j.Iteration}
+	if j == nil {
+		return res, nil
+	}
+	res.Found, res.RunID, res.Iteration = true, j.RunID, j.Iteration
 	if cmd, running, err := repo.RecordedCommand(); err != nil {
 		return res, err
 	} else if running {
 		if res.Killed, err = proc.KillGroupIfSame(cmd.PGID, cmd.StartTicks); err != nil {
 			return res, fmt.Errorf("kill the executor left running (process group %d): %w", cmd.PGID, err)
 		}
+	}
+	locks, err := repo.RemoveStaleLocks(j.Branch, now())
+	res.GitLocks = nonNil(locks)
+	if err != nil {
+		return res, fmt.Errorf("before resetting iteration %d: %w", j.Iteration, err)
 	}
 	events := eventLog{path: abs(repo.Root, path.Join(IterationsDir, j.RunID, "events.jsonl")), runID: j.RunID, now: now}
 	prefix := fmt.Sprintf("chore(loop): run %s iter %d ", j.RunID, j.Iteration)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/factory-harness/factory/internal/agentcli"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/loop/tree"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
@@ -52,9 +53,11 @@ type Runner struct {
 	cfg   Config
 	state RunState
 	exec  Executor
-	// guardBox confines the guard ([guard] sandbox); agents are not
-	// wrapped: the agent CLIs bring their own confinement.
+	// guardBox confines the guard ([guard] sandbox); execBox is how the
+	// executor is confined ([executor] sandbox), prepared again for each
+	// iteration with its private home and key proxy.
 	guardBox *sandbox.Policy
+	execBox  *sandbox.Policy
 	opts     Options
 	events   eventLog
 	// OnCommit, if set, is called after each iteration commit.
@@ -100,11 +103,16 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Checked now, prepared again per iteration with its home and proxy.
+	execBox, err := prepareExecutorSandbox(cfg.Executor, repo, "", 0)
+	if err != nil {
+		return nil, err
+	}
 	lock, err := repo.Lock()
 	if err != nil {
 		return nil, refusef("%v", err)
 	}
-	r := &Runner{repo: repo, lock: lock, cfg: cfg, exec: ex, guardBox: box, opts: o}
+	r := &Runner{repo: repo, lock: lock, cfg: cfg, exec: ex, guardBox: box, execBox: execBox, opts: o}
 	if err := r.preflight(ctx); err != nil {
 		lock.Unlock()
 		return nil, err
@@ -118,6 +126,17 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 	case box.Warning() != "":
 		r.say("%s", box.Warning())
 	}
+	if keyEnv, _ := cfg.Executor.endpoint(); keyEnv != "" && execBox.Confined() {
+		r.say("executor %s; each iteration may connect to its key proxy", execBox.Describe())
+	} else {
+		r.say("executor %s", execBox.Describe())
+	}
+	switch {
+	case execBox.Summary().Mode == sandbox.ModeOff:
+		r.say("warning: [executor] sandbox = \"off\": the agent runs with your full privileges (network, every file you can write, the processes above it)")
+	case execBox.Warning() != "":
+		r.say("%s", execBox.Warning())
+	}
 	return r, nil
 }
 
@@ -128,12 +147,30 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 // that cannot confine is refused in "required" mode.
 func prepareGuardSandbox(g GuardConfig, repo *gitws.Repo) (*sandbox.Policy, error) {
 	mode := sandbox.Mode(g.Sandbox) // checked with the rest of config.toml
-	box, err := sandbox.Prepare(sandbox.Request{
-		Mode: mode, WorkTree: repo.Root,
-		ReadOnly: []string{filepath.Join(repo.Root, ".git"), repo.GitDir, repo.CommonDir, abs(repo.Root, IterationsDir)},
-	})
+	box, err := sandbox.Prepare(sandbox.Request{Mode: mode, WorkTree: repo.Root, ReadOnly: readOnlyPaths(repo)})
 	if err != nil {
 		return nil, refusef("%s: [guard] sandbox = %q: %v", ConfigPath, mode, err)
+	}
+	return box, nil
+}
+
+// readOnlyPaths are kept read-only for the guard and the agent inside the
+// writable work tree: the git directories (hooks, refs: the runner, not
+// the agent, commits) and the iteration logs.
+func readOnlyPaths(repo *gitws.Repo) []string {
+	return []string{filepath.Join(repo.Root, ".git"), repo.GitDir, repo.CommonDir, abs(repo.Root, IterationsDir)}
+}
+
+// prepareExecutorSandbox decides how the agent is confined: its whole
+// process tree writes only to the work tree, its private home and a
+// private tmp, sees no process above it, and connects only to the key
+// proxy's port (agentcli.Confinement). "required" on a machine that cannot
+// is refused.
+func prepareExecutorSandbox(e ExecutorConfig, repo *gitws.Repo, home string, proxyPort uint16) (*sandbox.Policy, error) {
+	mode := sandbox.Mode(e.Sandbox) // checked with the rest of config.toml
+	box, err := sandbox.Prepare(agentcli.Confinement(mode, repo.Root, readOnlyPaths(repo), home, proxyPort))
+	if err != nil {
+		return nil, refusef("%s: [executor] sandbox = %q: %v", ConfigPath, mode, err)
 	}
 	return box, nil
 }

@@ -71,7 +71,8 @@ func TestOpenGuardSandboxRequiredRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if want := "guard sandbox auto: NOT confined\nwarning: sandbox unavailable, commands run unconfined: this program does not call sandbox.Init at the start of main\n"; progress.String() != want {
+	if want := "guard sandbox auto: NOT confined\nwarning: sandbox unavailable, commands run unconfined: this program does not call sandbox.Init at the start of main\n" +
+		"executor sandbox auto: NOT confined\nwarning: sandbox unavailable, commands run unconfined: this program does not call sandbox.Init at the start of main\n"; progress.String() != want {
 		t.Errorf("progress = %q, want %q", progress.String(), want)
 	}
 }

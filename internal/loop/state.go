@@ -171,6 +171,7 @@ type Meta struct {
 	ExecutorExit    int              `json:"executor_exit_code"`
 	ExecutorError   string           `json:"executor_error"`
 	ExecutorSeconds float64          `json:"executor_seconds"`
+	ExecutorSandbox sandbox.Summary  `json:"executor_sandbox"` // how the agent is (or would be) confined
 	GuardArgv       []string         `json:"guard_argv"`
 	GuardExit       *int             `json:"guard_exit_code"`
 	GuardError      string           `json:"guard_error"`

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/factory-harness/factory/internal/artifact"
 	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/llm/keyproxy"
 	"github.com/factory-harness/factory/internal/loop/tree"
 	"github.com/factory-harness/factory/internal/proc"
 )
@@ -188,7 +190,7 @@ func (r *Runner) iterate(ctx context.Context, it *iteration) (StepResult, error)
 		res.Node, res.Path = it.sel.Node.ID, it.sel.PathString()
 		mode = ModeExecute
 	}
-	it.meta = Meta{RunID: r.state.RunID, Iteration: it.n, Mode: mode, Node: res.Node, Path: res.Path, GuardSandbox: r.guardBox.Summary()}
+	it.meta = Meta{RunID: r.state.RunID, Iteration: it.n, Mode: mode, Node: res.Node, Path: res.Path, GuardSandbox: r.guardBox.Summary(), ExecutorSandbox: r.execBox.Summary()}
 
 	var err error
 	if it.baseline, err = r.repo.Snapshot(ctx); err != nil {
@@ -370,19 +372,41 @@ func (r *Runner) promptInput(it *iteration) promptInput {
 	return in
 }
 
-// runExecutor runs the agent session with the whole budget, and a private
-// home outside the repository that is removed after it.
+// runExecutor runs the agent session with the whole budget, a private home
+// outside the repository that is removed after it, the key proxy when the
+// executor is given a key, and the executor's sandbox.
 func (r *Runner) runExecutor(ctx context.Context, it *iteration, promptFile string, prompt []byte, budget time.Duration) (proc.Result, error) {
-	home, err := os.MkdirTemp("", "factory-loop-home-")
+	// The home is a directory inside a directory of its own, so that
+	// even beside the home the agent finds nothing it may write.
+	outer, err := os.MkdirTemp("", agentHomePattern(r.repo, r.state.RunID, it.n))
 	if err != nil {
 		return proc.Result{}, fmt.Errorf("create the agent's private home: %w", err)
 	}
 	defer func() {
-		if err := os.RemoveAll(home); err != nil {
+		if err := os.RemoveAll(outer); err != nil {
 			r.say("warning: remove the agent's private home: %v", err)
 		}
 	}()
+	home := filepath.Join(outer, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return proc.Result{}, fmt.Errorf("create the agent's private home: %w", err)
+	}
 	inv := Invocation{Root: r.repo.Root, PromptFile: promptFile, Prompt: prompt, Home: home, RunID: r.state.RunID, Iteration: it.n, NodeID: it.meta.Node, Mode: it.meta.Mode, Model: r.cfg.Executor.Model}
+	var port uint16
+	if keyEnv, upstream := r.cfg.Executor.endpoint(); keyEnv != "" {
+		proxy, err := keyproxy.Start(upstream, getenv(r.opts.Environ, keyEnv), nil)
+		if err != nil {
+			return proc.Result{}, fmt.Errorf("start the key proxy for %s: %w", keyEnv, err)
+		}
+		defer proxy.Close()
+		inv.ModelURL, inv.ModelKey, port = proxy.URL, proxy.Key, proxy.Port
+	}
+	box, err := prepareExecutorSandbox(r.cfg.Executor, r.repo, home, port)
+	if err != nil {
+		return proc.Result{}, err
+	}
+	inv.Confined = box.Confined()
+	it.meta.ExecutorSandbox = box.Summary()
 	cmd, err := r.exec.Command(inv)
 	if err != nil {
 		return proc.Result{}, fmt.Errorf("build the executor command: %w", err)
@@ -393,7 +417,7 @@ func (r *Runner) runExecutor(ctx context.Context, it *iteration, promptFile stri
 	started := false
 	res := proc.Run(ctx, proc.Spec{
 		Argv: cmd.Argv, Dir: r.repo.Root, Timeout: budget, Stdout: logFile, Stderr: logFile, Env: env,
-		MaxOutputBytes: r.cfg.ExecutorOutputLimitBytes, StdinFile: cmd.Stdin, TermGrace: killGrace,
+		MaxOutputBytes: r.cfg.ExecutorOutputLimitBytes, StdinFile: cmd.Stdin, TermGrace: killGrace, Sandbox: box,
 		OnStart: func(pgid int, ticks uint64) {
 			started = true
 			if err := r.repo.RecordCommand(gitws.RunningCommand{PGID: pgid, StartTicks: ticks}); err != nil {

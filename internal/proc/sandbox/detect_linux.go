@@ -41,14 +41,29 @@ func detect() Support {
 	return s
 }
 
+// privatePIDs reports whether a PID namespace with its own /proc works on top of the namespaces
+// mechanism (a container may forbid mounting proc), probing once per process.
+func privatePIDs() error {
+	pidsOnce.Do(func() { pidsErr = probeWith(Detect().LandlockABI, true) })
+	return pidsErr
+}
+
+var (
+	pidsOnce sync.Once
+	pidsErr  error
+)
+
 // probe runs the init through the namespaces mechanism on a scratch directory.
-func probe(abi int) error {
+func probe(abi int) error { return probeWith(abi, false) }
+
+// probeWith is probe, with a private PID namespace when pids is set.
+func probeWith(abi int, pids bool) error {
 	dir, err := os.MkdirTemp("", "factory-sandbox-probe-")
 	if err != nil {
 		return fmt.Errorf("cannot create a directory for the probe: %w", err)
 	}
 	defer removeAll(dir)
-	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi, workTree: dir}
+	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi, workTree: dir, pids: pids}
 	cmd := exec.Command("/bin/true")
 	// In the scratch work tree: the init re-enters its directory after the
 	// mounts, and factory's own may be under a /tmp the probe does not show.

@@ -40,11 +40,13 @@ func Init() {
 	}
 	// The command dies with factory. proc arms this signal at the fork,
 	// but an exec may clear it; armed again here, it survives the
-	// command's exec. If factory died before, the parent is another.
+	// command's exec. If factory died before, the parent is another (in
+	// a new PID namespace the parent is outside it and reads as 0: the
+	// signal alone covers it).
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
 		die(fmt.Errorf("cannot set the parent-death signal: %w", err))
 	}
-	if pl.Parent != 0 && os.Getppid() != pl.Parent {
+	if pl.Parent != 0 && !pl.PIDs && os.Getppid() != pl.Parent {
 		die(errors.New("factory exited before the command started"))
 	}
 	if len(os.Args) < 4 {
@@ -68,8 +70,16 @@ func confine(pl plan) error {
 		if err := buildView(pl); err != nil {
 			return err
 		}
-		if err := loopbackUp(); err != nil {
-			return err
+		if !pl.HostNet {
+			if err := loopbackUp(); err != nil {
+				return err
+			}
+		}
+		if pl.PIDs {
+			// Our own /proc: the new PID namespace's processes only.
+			if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+				return fmt.Errorf("cannot mount a private /proc: %w", err)
+			}
 		}
 		// The mounts moved the directory we stand in.
 		if wd, err := os.Getwd(); err == nil {
@@ -292,13 +302,18 @@ func restrictLandlock(pl plan) error {
 	}
 	// Binding stays allowed (tests listen on 127.0.0.1); connecting is what reaches out.
 	cfg := landlock.MustConfig(landlock.V7.HandledAccessFS, landlock.AccessNetSet(llsys.AccessNetConnectTCP), landlock.V7.Scoped)
-	if pl.Namespaces {
+	if pl.Namespaces && !pl.HostNet {
 		cfg = landlock.MustConfig(landlock.V7.HandledAccessFS, landlock.V7.Scoped)
 	}
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
 		landlock.RWDirs(writable...).WithRefer(),
 		landlock.RWFiles(devices...).IgnoreIfMissing(),
+	}
+	if pl.HostNet {
+		for _, port := range pl.Ports {
+			rules = append(rules, landlock.ConnectTCP(port))
+		}
 	}
 	if err := cfg.BestEffort().Restrict(rules...); err != nil {
 		return fmt.Errorf("cannot apply the Landlock ruleset: %w", err)

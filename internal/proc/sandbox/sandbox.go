@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 )
@@ -68,6 +69,15 @@ type Request struct {
 	Home string
 	// Hide are paths made unreadable (--sandbox-hide), such as ~/.ssh.
 	Hide []string
+	// PrivatePIDs gives commands a new PID namespace and a fresh /proc: they see only the processes
+	// they start, never their ancestors (nor their environment or command line). It needs user
+	// namespaces: with Landlock alone it is not applied (Warning says so; ModeRequired refuses).
+	PrivatePIDs bool
+	// HostNetwork keeps the host's network instead of loopback only, for a command that must reach
+	// a server outside the sandbox. TCP connections are then allowed only to ConnectPorts (on any
+	// address), where Landlock can restrict them (ABI 4 or later); below that they are unrestricted.
+	HostNetwork  bool
+	ConnectPorts []uint16
 }
 
 // Policy is a prepared confinement: Prepare decided the mechanism once, and Wrap applies it to each
@@ -82,6 +92,10 @@ type Policy struct {
 	readOnly []string
 	home     string
 	hide     []string
+	pids     bool     // PrivatePIDs, when the mechanism can honor it
+	wantPIDs bool     // PrivatePIDs was asked for
+	hostNet  bool     // HostNetwork
+	ports    []uint16 // ConnectPorts
 }
 
 // UnavailableError is the error Prepare returns in ModeRequired when the machine cannot confine
@@ -128,6 +142,7 @@ func Prepare(req Request) (*Policy, error) {
 		}
 		p.hide = appendResolved(p.hide, path)
 	}
+	p.wantPIDs, p.hostNet, p.ports = req.PrivatePIDs, req.HostNetwork, slices.Clone(req.ConnectPorts)
 	sup := Detect()
 	p.abi = sup.LandlockABI
 	switch {
@@ -135,6 +150,18 @@ func Prepare(req Request) (*Policy, error) {
 		p.reason = errNoHook.Error()
 	case sup.UserNamespaces:
 		p.mech = MechanismNamespaces
+		if !req.PrivatePIDs {
+			return p, nil
+		}
+		err := privatePIDs()
+		if err == nil {
+			p.pids = true
+			return p, nil
+		}
+		p.reason = "a private PID namespace does not work here (" + err.Error() + ")"
+		if req.Mode == ModeRequired {
+			return nil, &UnavailableError{Reason: p.reason}
+		}
 		return p, nil
 	case sup.LandlockABI > 0:
 		p.mech = MechanismLandlock
@@ -145,10 +172,13 @@ func Prepare(req Request) (*Policy, error) {
 	default:
 		p.reason = "neither user namespaces (" + sup.UserNamespacesError + ") nor Landlock (" + sup.LandlockError + ") are available"
 	}
-	if req.Mode == ModeRequired && (p.mech == MechanismNone || len(p.hide) > 0) {
+	if req.Mode == ModeRequired && (p.mech == MechanismNone || len(p.hide) > 0 || req.PrivatePIDs) {
 		reason := p.reason
-		if p.mech != MechanismNone {
+		switch {
+		case p.mech != MechanismNone && len(p.hide) > 0:
 			reason = "--sandbox-hide needs user namespaces: " + reason
+		case p.mech != MechanismNone:
+			reason = "a private process view needs user namespaces: " + reason
 		}
 		return nil, &UnavailableError{Reason: reason}
 	}
@@ -220,10 +250,15 @@ func (p *Policy) Warning() string {
 		return "warning: --sandbox off: verification and acceptance commands run with your full privileges (network, every file you can write)"
 	case p.mech == MechanismNone:
 		return "warning: sandbox unavailable, commands run unconfined: " + p.reason
+	case p.wantPIDs && !p.pids && p.mech == MechanismNamespaces:
+		return "warning: sandbox: commands can see their ancestors' processes (environment, command line): " + p.reason
 	case p.mech == MechanismLandlock:
 		w := "warning: sandbox: Landlock only: " + p.reason
 		if len(p.hide) > 0 {
 			w += "; --sandbox-hide is NOT applied"
+		}
+		if p.wantPIDs {
+			w += "; commands can see their ancestors' processes (environment, command line)"
 		}
 		return w
 	}
@@ -236,6 +271,8 @@ type Summary struct {
 	Mechanism Mechanism `json:"mechanism"`
 	Network   string    `json:"network"`
 	Writable  []string  `json:"writable"`
+	// Processes is "private" when commands see only the processes they start (Request.PrivatePIDs).
+	Processes string `json:"processes,omitempty"`
 }
 
 // PrivateTmp and PrivateHome stand for the per-command directories in Summary.Writable.
@@ -250,7 +287,16 @@ func (p *Policy) Summary() Summary {
 		return Summary{Mode: ModeOff, Mechanism: MechanismNone, Network: "unrestricted", Writable: []string{"(anything the user can write)"}}
 	}
 	s := Summary{Mode: p.mode, Mechanism: p.mech}
+	if p.pids {
+		s.Processes = "private"
+	}
 	switch {
+	case p.hostNet && p.mech != MechanismNone && p.abi < 4:
+		s.Network = "host, TCP connect unrestricted (Landlock ABI < 4)"
+	case p.hostNet && p.mech != MechanismNone && len(p.ports) == 0:
+		s.Network = "host, TCP connect denied (Landlock)"
+	case p.hostNet && p.mech != MechanismNone:
+		s.Network = "host, TCP connect only to port " + joinPorts(p.ports) + " (Landlock)"
 	case p.mech == MechanismNamespaces:
 		s.Network = "loopback only"
 	case p.mech == MechanismLandlock && p.abi >= 4:
@@ -272,6 +318,15 @@ func (p *Policy) Summary() Summary {
 	}
 	s.Writable = []string{p.workTree, tmp, home}
 	return s
+}
+
+// joinPorts lists ports as "1, 2".
+func joinPorts(ports []uint16) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = strconv.Itoa(int(p))
+	}
+	return strings.Join(s, ", ")
 }
 
 // Describe is a one-line account for a progress line.

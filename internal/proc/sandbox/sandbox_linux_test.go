@@ -414,3 +414,83 @@ func TestParentEnvironmentIsUnreadable(t *testing.T) {
 		t.Errorf("signalling us: exit %d, output %q; want a failure", res.ExitCode, out)
 	}
 }
+
+// prepareWith is prepare with the extra request fields of req (PrivatePIDs, HostNetwork,
+// ConnectPorts).
+func prepareWith(t *testing.T, f fixture, req sandbox.Request) *sandbox.Policy {
+	t.Helper()
+	if sup := sandbox.Detect(); !sup.UserNamespaces {
+		t.Skipf("user namespaces unavailable here: %s", sup.UserNamespacesError)
+	}
+	req.Mode, req.WorkTree, req.ReadOnly = sandbox.ModeRequired, f.repo, []string{f.gitDir, f.out}
+	p, err := sandbox.Prepare(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// With PrivatePIDs a command is PID 1 of its own namespace and sees none of the processes above it.
+func TestPrivatePIDs(t *testing.T) {
+	f := newFixture(t)
+	p := prepareWith(t, f, sandbox.Request{PrivatePIDs: true})
+	if got := p.Summary().Processes; got != "private" {
+		t.Errorf("Summary().Processes = %q, want private", got)
+	}
+	res, out := sh(t, p, f.repo, fmt.Sprintf(`echo "pid $$"; ls /proc | grep -c '^[0-9]'; cat /proc/%d/cmdline`, os.Getpid()))
+	if res.ExitCode == 0 || !strings.HasPrefix(out, "pid 1\n") || !strings.Contains(out, "No such file or directory") {
+		t.Errorf("exit %d, output %q: want pid 1 and our /proc entry missing", res.ExitCode, out)
+	}
+	if n, _, _ := strings.Cut(strings.TrimPrefix(out, "pid 1\n"), "\n"); n != "2" && n != "3" {
+		t.Errorf("the command sees %s processes, want its own 2 or 3 (sh, ls, grep)", n)
+	}
+	// A timeout still ends the command: PID 1 ignores SIGTERM without a handler, SIGKILL follows.
+	log := filepath.Join(t.TempDir(), "out.txt")
+	res = proc.Run(context.Background(), proc.Spec{Argv: []string{"sleep", "60"}, Dir: f.repo, Stdout: log, Stderr: log,
+		Timeout: 200 * time.Millisecond, TermGrace: 200 * time.Millisecond, Sandbox: p})
+	if !res.TimedOut || res.Duration > 10*time.Second {
+		t.Errorf("sleep 60 with a 200 ms timeout: %+v", res)
+	}
+}
+
+// With HostNetwork a command reaches the host's loopback, but only on ConnectPorts.
+func TestHostNetworkConnectPorts(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	if abi := sandbox.Detect().LandlockABI; abi < 4 {
+		t.Skipf("Landlock ABI %d < 4 cannot restrict TCP connections", abi)
+	}
+	listen := func() int {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	allowed, other := listen(), listen()
+	f := newFixture(t)
+	p := prepareWith(t, f, sandbox.Request{HostNetwork: true, ConnectPorts: []uint16{uint16(allowed)}})
+	if got, want := p.Summary().Network, fmt.Sprintf("host, TCP connect only to port %d (Landlock)", allowed); got != want {
+		t.Errorf("Summary().Network = %q, want %q", got, want)
+	}
+	connect := func(port int) string {
+		return fmt.Sprintf("python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), timeout=5); print('connected')\"", port)
+	}
+	if res, out := sh(t, p, f.repo, connect(allowed)); res.ExitCode != 0 || out != "connected\n" {
+		t.Errorf("connecting to the allowed port: exit %d, output %q", res.ExitCode, out)
+	}
+	if res, out := sh(t, p, f.repo, connect(other)); res.ExitCode == 0 || !strings.Contains(out, "Permission denied") {
+		t.Errorf("connecting to another port: exit %d, output %q; want Permission denied", res.ExitCode, out)
+	}
+}

@@ -25,7 +25,10 @@ type plan struct {
 	ReadOnly   []string `json:"read_only"`
 	Hide       []string `json:"hide"`
 	ABI        int      `json:"abi"`
-	Parent     int      `json:"parent"` // factory's pid: the init dies with it
+	Parent     int      `json:"parent"`                  // factory's pid: the init dies with it
+	PIDs       bool     `json:"pids,omitempty"`          // a new PID namespace and a fresh /proc
+	HostNet    bool     `json:"host_net,omitempty"`      // keep the host's network namespace
+	Ports      []uint16 `json:"connect_ports,omitempty"` // with HostNet: the TCP ports it may connect to
 }
 
 // Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the factory
@@ -58,7 +61,8 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 		}
 	}()
 	pl := plan{Namespaces: p.mech == MechanismNamespaces, Probe: probe, Tmp: filepath.Join(priv, "tmp"), Empty: filepath.Join(priv, "empty"),
-		Writable: []string{p.workTree}, ReadOnly: p.readOnly, Hide: p.hide, ABI: p.abi, Parent: os.Getpid()}
+		Writable: []string{p.workTree}, ReadOnly: p.readOnly, Hide: p.hide, ABI: p.abi, Parent: os.Getpid(),
+		PIDs: p.pids, HostNet: p.hostNet, Ports: p.ports}
 	home := p.home
 	if home == "" {
 		home = filepath.Join(priv, "home")
@@ -97,7 +101,13 @@ func wrapCmd(cmd *exec.Cmd, pl plan) error {
 	}
 	if pl.Namespaces {
 		a := cmd.SysProcAttr
-		a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET
+		a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
+		if !pl.HostNet {
+			a.Cloneflags |= syscall.CLONE_NEWNET
+		}
+		if pl.PIDs {
+			a.Cloneflags |= syscall.CLONE_NEWPID
+		}
 		// The same ids inside: files the command creates are the user's, and tools see the user they
 		// expect. The init keeps the capabilities it needs to set up as ambient ones, and drops them.
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
