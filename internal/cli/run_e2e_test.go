@@ -382,7 +382,9 @@ func TestRunCommandTimeouts(t *testing.T) {
 			wo["acceptance_commands"] = []string{tt.command}
 			f := newFixture(t, wo, good(calcV2))
 			start := time.Now()
-			res := f.run(t, "--max-attempts", "1", "--timeout-seconds", "1")
+			// Verification is a trivial command: the default one (Python)
+			// can itself take more than the 1 s timeout on a loaded machine.
+			res := f.run(t, "--max-attempts", "1", "--timeout-seconds", "1", "--verify-command", "true")
 			if elapsed := time.Since(start); elapsed > 30*time.Second {
 				t.Fatalf("run took %v: a command was not killed", elapsed)
 			}
