@@ -7,8 +7,12 @@
 #   bash bench/floor_ratio.sh /path/to/floor.sh /path/to/mkrepo.sh
 #
 # Environment (all optional except FLOOR/MKREPO when not given as arguments):
-#   PAIRS=9        A B pairs per path (median of each side is reported)
+#   PAIRS=9        A B pairs per row (median of each side is reported)
 #   PATHS="pass fail"
+#   SANDBOX="auto off"   factory --sandbox auto (the default) against the floor's
+#                  `unshare -rmn` confinement, and --sandbox off against FLOOR_SANDBOX=0
+#   IDLE="0 1000"  rows without and with that many idle `sleep` processes on the
+#                  machine, started by this script (own session) and killed after
 #   NFILES=10000   tracked files in the repository made by mkrepo.sh
 #   KEEP=1         keep the scratch directory (printed) for inspection
 #   STRACE=1       after timing, count execve'd git processes per attempt (needs strace)
@@ -35,6 +39,8 @@ FLOOR=$(cd "$(dirname "$FLOOR")" && pwd)/$(basename "$FLOOR")
 MKREPO=$(cd "$(dirname "$MKREPO")" && pwd)/$(basename "$MKREPO")
 PAIRS=${PAIRS:-9}
 PATHS=${PATHS:-pass fail}
+SANDBOX=${SANDBOX:-auto off}
+IDLE=${IDLE:-0 1000}
 NFILES=${NFILES:-10000}
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -114,10 +120,11 @@ for mode in pass fail; do
 done
 kill "$server"; wait "$server" 2>/dev/null || true
 
-echo "timing: $PAIRS pairs A B per path ($PATHS); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-"$py" - "$tmp" "$repo" "$FLOOR" "$PAIRS" $PATHS <<'EOF'
-import os, shutil, statistics, subprocess, sys, time
-tmp, repo, floor, pairs, paths = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+echo "timing: $PAIRS pairs A B per row (paths: $PATHS; sandbox: $SANDBOX; idle: $IDLE); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$py" - "$tmp" "$repo" "$FLOOR" "$PAIRS" "$PATHS" "$SANDBOX" "$IDLE" <<'EOF'
+import os, shutil, signal, statistics, subprocess, sys, time
+tmp, repo, floor, pairs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+paths, sandboxes, idles = sys.argv[5].split(), sys.argv[6].split(), [int(n) for n in sys.argv[7].split()]
 DEVNULL = subprocess.DEVNULL
 
 def reset():
@@ -128,46 +135,86 @@ def reset():
     if st:
         sys.exit("repository not clean after reset:\n" + st)
 
-def timed(argv, want):
+def timed(argv, want, env=None):
     t0 = time.monotonic_ns()
-    p = subprocess.run(argv, stdin=DEVNULL, stdout=DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.run(argv, stdin=DEVNULL, stdout=DEVNULL, stderr=subprocess.PIPE, env=env)
     dt = (time.monotonic_ns() - t0) / 1e6
     if p.returncode != want:
         sys.exit(f"{argv} exited {p.returncode}, want {want}\n{p.stderr.decode()}")
     return dt
 
-def a(mode):  # the floor restores the repository itself
-    return ["bash", floor, repo, mode], 0
+def a(mode, sandbox):  # the floor restores the repository itself
+    env = dict(os.environ, FLOOR_SANDBOX="0" if sandbox == "off" else "1")
+    return ["bash", floor, repo, mode], 0, env
 
 n = 0
-def b(mode):
+def b(mode, sandbox):
     global n
     n += 1
     out = os.path.join(tmp, f"out-{mode}-{n}")
     return [os.path.join(tmp, "factory"), "run", "-q", "--repo", repo,
             "--work-order", os.path.join(tmp, f"wo-{mode}.json"), "--out", out,
-            "--llm-model", "bench", "--max-attempts", "1",
-            "--replay", os.path.join(tmp, f"transcript-{mode}.jsonl")], (0 if mode == "pass" else 1)
+            "--llm-model", "bench", "--max-attempts", "1", "--sandbox", sandbox,
+            "--replay", os.path.join(tmp, f"transcript-{mode}.jsonl")], (0 if mode == "pass" else 1), None
 
-results = {}
-for mode in paths:
-    # One untimed warm-up of each side (page cache, index refresh).
-    for side in (a, b):
-        argv, want = side(mode); timed(argv, want); reset()
-    A, B = [], []
-    for i in range(pairs):
-        argv, want = a(mode); A.append(timed(argv, want)); reset()
-        argv, want = b(mode); B.append(timed(argv, want)); reset()
-        shutil.rmtree(argv[argv.index("--out") + 1], ignore_errors=True)
-    results[mode] = (A, B)
+class Idle:
+    """count idle `sleep` processes in a session of their own, killed by stop."""
+    def __init__(self, count):
+        self.p = None
+        if not count:
+            return
+        self.p = subprocess.Popen(["bash", "-c", f"for i in $(seq {count}); do sleep 3600 & done; wait"],
+                                  stdin=DEVNULL, stdout=DEVNULL, stderr=DEVNULL, start_new_session=True)
+        for _ in range(1200):
+            got = subprocess.run(["pgrep", "-c", "-s", str(self.p.pid)], capture_output=True, text=True).stdout.strip()
+            if got and int(got) >= count + 1:
+                return
+            time.sleep(0.1)
+        self.stop()
+        sys.exit(f"could not start {count} idle processes")
+    def stop(self):
+        if self.p:
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.p.wait()
+            self.p = None
 
-print(f"{'path':<6} {'floor A ms':>11} {'factory B ms':>13} {'B/A':>6}   (median of {pairs} pairs; per-pair B/A min..max)")
-for mode, (A, B) in results.items():
+results = []
+for idle in idles:
+    load = Idle(idle)
+    try:
+        for sandbox in sandboxes:
+            for mode in paths:
+                # One untimed warm-up of each side (page cache, index refresh).
+                for side in (a, b):
+                    argv, want, env = side(mode, sandbox); timed(argv, want, env); reset()
+                A, B = [], []
+                for i in range(pairs):
+                    argv, want, env = a(mode, sandbox); A.append(timed(argv, want, env)); reset()
+                    argv, want, env = b(mode, sandbox); B.append(timed(argv, want, env)); reset()
+                    shutil.rmtree(argv[argv.index("--out") + 1], ignore_errors=True)
+                results.append((mode, sandbox, idle, A, B))
+    finally:
+        load.stop()
+
+print(f"{'path':<5} {'factory vs floor':<22} {'idle':>5} {'floor A ms':>11} {'factory B ms':>13} {'B/A':>6}   (median of {pairs} pairs; per-pair B/A min..max)")
+for mode, sandbox, idle, A, B in results:
     ma, mb = statistics.median(A), statistics.median(B)
     r = [y / x for x, y in zip(A, B)]
-    print(f"{mode:<6} {ma:>11.1f} {mb:>13.1f} {mb/ma:>5.2f}x   ({min(r):.2f}..{max(r):.2f})")
-    print(f"       A: {' '.join(f'{x:.0f}' for x in A)}")
-    print(f"       B: {' '.join(f'{x:.0f}' for x in B)}")
+    vs = f"{sandbox} vs {'unshare -rmn' if sandbox != 'off' else 'bare'}"
+    print(f"{mode:<5} {vs:<22} {idle:>5} {ma:>11.1f} {mb:>13.1f} {mb/ma:>5.2f}x   ({min(r):.2f}..{max(r):.2f})")
+    print(f"      A: {' '.join(f'{x:.0f}' for x in A)}")
+    print(f"      B: {' '.join(f'{x:.0f}' for x in B)}")
+# What confinement adds per attempt: paired rows of the same path and idle count.
+by = {(m, s, i): (statistics.median(A), statistics.median(B)) for m, s, i, A, B in results}
+for mode in paths:
+    for idle in idles:
+        if (mode, "auto", idle) in by and (mode, "off", idle) in by:
+            fa = by[(mode, "auto", idle)][0] - by[(mode, "off", idle)][0]
+            fb = by[(mode, "auto", idle)][1] - by[(mode, "off", idle)][1]
+            print(f"confinement, {mode}, idle {idle}: floor +{fa:.1f} ms, factory +{fb:.1f} ms per attempt (2 commands; factory also probes once per process)")
 EOF
 
 if [ -n "${STRACE:-}" ]; then
