@@ -123,26 +123,32 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fmt.Errorf("open git repo %s: not a directory", dir)
 	}
 	env := gitEnv(true)
-	out, err := runGit(ctx, root, env, nil, "rev-parse", "--is-inside-work-tree")
-	if err != nil {
-		var re *proc.RunError
-		if errors.As(err, &re) && strings.Contains(re.Stderr, "not a git repository") {
-			return nil, fmt.Errorf("open git repo %s: %w", dir, ErrNotGitRepo)
-		}
-		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
-	}
-	if strings.TrimSpace(string(out)) != "true" {
-		return nil, fmt.Errorf("open git repo %s: %w: no work tree here (bare repository or inside .git)", dir, ErrNotGitRepo)
-	}
-	// rev-parse prints one line per option, in order.
-	out, err = runGit(ctx, root, env, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
-	if err != nil {
-		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
-	}
+	// One git process in the usual case: inside a work tree, rev-parse
+	// prints one line per option, in order. Anywhere else --show-toplevel
+	// fails, and the two steps below say why.
+	out, err := runGit(ctx, root, env, nil, "rev-parse", "--is-inside-work-tree", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != 3 {
-		return nil, fmt.Errorf("open git repo %s: unexpected rev-parse output %q", dir, out)
+	if err != nil || len(lines) != 4 || lines[0] != "true" {
+		if out, err = runGit(ctx, root, env, nil, "rev-parse", "--is-inside-work-tree"); err != nil {
+			var re *proc.RunError
+			if errors.As(err, &re) && strings.Contains(re.Stderr, "not a git repository") {
+				return nil, fmt.Errorf("open git repo %s: %w", dir, ErrNotGitRepo)
+			}
+			return nil, fmt.Errorf("open git repo %s: %w", dir, err)
+		}
+		if strings.TrimSpace(string(out)) != "true" {
+			return nil, fmt.Errorf("open git repo %s: %w: no work tree here (bare repository or inside .git)", dir, ErrNotGitRepo)
+		}
+		out, err = runGit(ctx, root, env, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
+		if err != nil {
+			return nil, fmt.Errorf("open git repo %s: %w", dir, err)
+		}
+		lines = append([]string{"true"}, strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")...)
+		if len(lines) != 4 {
+			return nil, fmt.Errorf("open git repo %s: unexpected rev-parse output %q", dir, out)
+		}
 	}
+	lines = lines[1:]
 	var resolved [3]string
 	for i, p := range lines {
 		if !filepath.IsAbs(p) {
