@@ -417,15 +417,16 @@ if not want_strace:
 execve = re.compile(r'^(\d+) +([\d.]+) execve\("([^"]*)", \[(.*?)\].*?(?:= (-?\d+)|<unfinished \.\.\.>)$')
 resumed = re.compile(r'^(\d+) +[\d.]+ <\.\.\. execve resumed>.*= (-?\d+)')
 sync = re.compile(r'^\d+ +[\d.]+ f(?:data)?sync\(')
+syncfs = re.compile(r'^\d+ +[\d.]+ syncfs\(')
 exited = re.compile(r'^(\d+) +([\d.]+) \+\+\+ (?:exited|killed)')
 for sc in scenarios:
     K = sc["k"]
     for side in ("a", "b"):
         trace = os.path.join(tmp, f"strace-{side}.txt")
         reset(sc)
-        timed(sc, side, ["strace", "-f", "--seccomp-bpf", "-q", "-ttt", "-e", "trace=execve,fsync,fdatasync", "-o", trace])
+        timed(sc, side, ["strace", "-f", "--seccomp-bpf", "-q", "-ttt", "-e", "trace=execve,fsync,fdatasync,syncfs", "-o", trace])
         reset(sc)
-        start, prog, end, pending, syncs = {}, {}, {}, {}, 0
+        start, prog, end, pending, syncs, fss = {}, {}, {}, {}, 0, 0
         lines = open(trace).read().splitlines()
         root = lines[0].split()[0]  # the process being measured
         for l in lines:
@@ -449,6 +450,8 @@ for sc in scenarios:
                 pending.pop(m.group(1), None)
             elif sync.match(l):
                 syncs += 1
+            elif syncfs.match(l):
+                fss += 1
             elif m := exited.match(l):
                 end[m.group(1)] = float(m.group(2))
         by = collections.defaultdict(lambda: [0, 0.0])
@@ -458,7 +461,7 @@ for sc in scenarios:
         gits = sum(c for n, (c, _) in by.items() if n.startswith("git "))
         who = "A yardstick" if side == "a" else "B factory build"
         print(f"\n{sc['name']} {who} under strace, per WO (whole run / K): {gits / K:.1f} git processes, "
-              f"{sum(c for c, _ in by.values()) / K:.1f} execs, {syncs / K:.1f} fsyncs; "
+              f"{sum(c for c, _ in by.values()) / K:.1f} execs, {syncs / K:.1f} fsyncs, {fss / K:.1f} syncfs; "
               f"wall {(end[root] - start[root]) * 1e3 / K:.1f} ms/WO")
         for name, (c, ms) in sorted(by.items(), key=lambda kv: -kv[1][1]):
             print(f"    {name:<24} {c / K:>5.1f}/WO {ms / K:>8.1f} ms/WO")

@@ -7,8 +7,12 @@
 #   bash bench/floor_ratio.sh /path/to/floor.sh /path/to/mkrepo.sh
 #
 # Environment (all optional except FLOOR/MKREPO when not given as arguments):
-#   PAIRS=9        A B pairs per path (median of each side is reported)
+#   PAIRS=9        A B pairs per row (median of each side is reported)
 #   PATHS="pass fail"
+#   SANDBOX="auto off"   factory --sandbox auto (the default) against the floor's
+#                  `unshare -rmn` confinement, and --sandbox off against FLOOR_SANDBOX=0
+#   IDLE="0 1000"  rows without and with that many idle `sleep` processes on the
+#                  machine, started by this script (own session) and killed after
 #   NFILES=10000   tracked files in the repository made by mkrepo.sh
 #   KEEP=1         keep the scratch directory (printed) for inspection
 #   STRACE=1       after timing, count execve'd git processes per attempt (needs strace)
@@ -35,6 +39,8 @@ FLOOR=$(cd "$(dirname "$FLOOR")" && pwd)/$(basename "$FLOOR")
 MKREPO=$(cd "$(dirname "$MKREPO")" && pwd)/$(basename "$MKREPO")
 PAIRS=${PAIRS:-9}
 PATHS=${PATHS:-pass fail}
+SANDBOX=${SANDBOX:-auto off}
+IDLE=${IDLE:-0 1000}
 NFILES=${NFILES:-10000}
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +63,12 @@ echo "building factory ..." >&2
 echo "making the $NFILES-file repository with $MKREPO ..." >&2
 repo=$tmp/repo
 bash "$MKREPO" "$repo" "$NFILES"
+# mkrepo.sh's commit of 10,000 loose objects starts git's automatic gc in the
+# background, which rewrites .git/info/refs and packed-refs while the first runs
+# go on (factory then reports a command changing git metadata and fails). Let it
+# finish, then pack, off the clock, as build_ratio.sh does.
+for _ in $(seq 1200); do [ -e "$repo/.git/gc.pid" ] || break; sleep 0.1; done
+git -C "$repo" gc -q
 git -C "$repo" status --porcelain >/dev/null # settle racily-clean index entries
 
 # Work orders: identical except the acceptance command.
@@ -114,10 +126,12 @@ for mode in pass fail; do
 done
 kill "$server"; wait "$server" 2>/dev/null || true
 
-echo "timing: $PAIRS pairs A B per path ($PATHS); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-"$py" - "$tmp" "$repo" "$FLOOR" "$PAIRS" $PATHS <<'EOF'
-import os, shutil, statistics, subprocess, sys, time
-tmp, repo, floor, pairs, paths = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+echo "timing: $PAIRS pairs A B per row (paths: $PATHS; sandbox: $SANDBOX; idle: $IDLE); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$py" - "$tmp" "$repo" "$FLOOR" "$PAIRS" "$PATHS" "$SANDBOX" "$IDLE" <<'EOF'
+import os, resource, shutil, signal, statistics, subprocess, sys, time
+tmp, repo, floor, pairs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+cpu = {}  # argv[0..1] + mode/sandbox key -> CPU ms of each timed run
+paths, sandboxes, idles = sys.argv[5].split(), sys.argv[6].split(), [int(n) for n in sys.argv[7].split()]
 DEVNULL = subprocess.DEVNULL
 
 def reset():
@@ -128,46 +142,107 @@ def reset():
     if st:
         sys.exit("repository not clean after reset:\n" + st)
 
-def timed(argv, want):
+last_cpu = [0.0]
+def timed(argv, want, env=None):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic_ns()
-    p = subprocess.run(argv, stdin=DEVNULL, stdout=DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.run(argv, stdin=DEVNULL, stdout=DEVNULL, stderr=subprocess.PIPE, env=env)
     dt = (time.monotonic_ns() - t0) / 1e6
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU time of the whole process tree (every descendant is waited for):
+    # unlike wall time, it hardly depends on what else the machine runs.
+    last_cpu[0] = (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000
     if p.returncode != want:
-        sys.exit(f"{argv} exited {p.returncode}, want {want}\n{p.stderr.decode()}")
+        why = ""
+        if "--out" in argv:
+            import glob, json
+            for f in glob.glob(os.path.join(argv[argv.index("--out") + 1], "*", "run_summary.json")):
+                why += open(f).read()[:2000]
+        sys.exit(f"{argv} exited {p.returncode}, want {want}\n{p.stderr.decode()}{why}")
     return dt
 
-def a(mode):  # the floor restores the repository itself
-    return ["bash", floor, repo, mode], 0
+def a(mode, sandbox):  # the floor restores the repository itself
+    env = dict(os.environ, FLOOR_SANDBOX="0" if sandbox == "off" else "1")
+    return ["bash", floor, repo, mode], 0, env
 
 n = 0
-def b(mode):
+def b(mode, sandbox):
     global n
     n += 1
     out = os.path.join(tmp, f"out-{mode}-{n}")
     return [os.path.join(tmp, "factory"), "run", "-q", "--repo", repo,
             "--work-order", os.path.join(tmp, f"wo-{mode}.json"), "--out", out,
-            "--llm-model", "bench", "--max-attempts", "1",
-            "--replay", os.path.join(tmp, f"transcript-{mode}.jsonl")], (0 if mode == "pass" else 1)
+            "--llm-model", "bench", "--max-attempts", "1", "--sandbox", sandbox,
+            "--replay", os.path.join(tmp, f"transcript-{mode}.jsonl")], (0 if mode == "pass" else 1), None
 
-results = {}
-for mode in paths:
-    # One untimed warm-up of each side (page cache, index refresh).
-    for side in (a, b):
-        argv, want = side(mode); timed(argv, want); reset()
-    A, B = [], []
-    for i in range(pairs):
-        argv, want = a(mode); A.append(timed(argv, want)); reset()
-        argv, want = b(mode); B.append(timed(argv, want)); reset()
-        shutil.rmtree(argv[argv.index("--out") + 1], ignore_errors=True)
-    results[mode] = (A, B)
+class Idle:
+    """count idle `sleep` processes in a session of their own, killed by stop."""
+    def __init__(self, count):
+        self.p = None
+        if not count:
+            return
+        self.p = subprocess.Popen(["bash", "-c", f"for i in $(seq {count}); do sleep 3600 & done; wait"],
+                                  stdin=DEVNULL, stdout=DEVNULL, stderr=DEVNULL, start_new_session=True)
+        for _ in range(1200):
+            got = subprocess.run(["pgrep", "-c", "-s", str(self.p.pid)], capture_output=True, text=True).stdout.strip()
+            if got and int(got) >= count + 1:
+                return
+            time.sleep(0.1)
+        self.stop()
+        sys.exit(f"could not start {count} idle processes")
+    def stop(self):
+        if self.p:
+            try:
+                os.killpg(self.p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.p.wait()
+            self.p = None
 
-print(f"{'path':<6} {'floor A ms':>11} {'factory B ms':>13} {'B/A':>6}   (median of {pairs} pairs; per-pair B/A min..max)")
-for mode, (A, B) in results.items():
+results = []
+for idle in idles:
+    load = Idle(idle)
+    try:
+        for sandbox in sandboxes:
+            for mode in paths:
+                # One untimed warm-up of each side (page cache, index refresh).
+                for side in (a, b):
+                    argv, want, env = side(mode, sandbox); timed(argv, want, env); reset()
+                A, B, CA, CB = [], [], [], []
+                for i in range(pairs):
+                    argv, want, env = a(mode, sandbox); A.append(timed(argv, want, env)); CA.append(last_cpu[0]); reset()
+                    argv, want, env = b(mode, sandbox); B.append(timed(argv, want, env)); CB.append(last_cpu[0]); reset()
+                    shutil.rmtree(argv[argv.index("--out") + 1], ignore_errors=True)
+                results.append((mode, sandbox, idle, A, B))
+                cpu[(mode, sandbox, idle)] = (CA, CB)
+    finally:
+        load.stop()
+
+print(f"{'path':<5} {'factory vs floor':<22} {'idle':>5} {'floor A ms':>11} {'factory B ms':>13} {'B/A':>6}   (median of {pairs} pairs; per-pair B/A min..max)")
+for mode, sandbox, idle, A, B in results:
     ma, mb = statistics.median(A), statistics.median(B)
     r = [y / x for x, y in zip(A, B)]
-    print(f"{mode:<6} {ma:>11.1f} {mb:>13.1f} {mb/ma:>5.2f}x   ({min(r):.2f}..{max(r):.2f})")
-    print(f"       A: {' '.join(f'{x:.0f}' for x in A)}")
-    print(f"       B: {' '.join(f'{x:.0f}' for x in B)}")
+    vs = f"{sandbox} vs {'unshare -rmn' if sandbox != 'off' else 'bare'}"
+    print(f"{mode:<5} {vs:<22} {idle:>5} {ma:>11.1f} {mb:>13.1f} {mb/ma:>5.2f}x   ({min(r):.2f}..{max(r):.2f})")
+    print(f"      A: {' '.join(f'{x:.0f}' for x in A)}")
+    print(f"      B: {' '.join(f'{x:.0f}' for x in B)}")
+print()
+print(f"{'path':<5} {'factory vs floor':<22} {'idle':>5} {'floor A cpu ms':>15} {'factory B cpu ms':>17} {'B/A':>6}   (CPU time of the process tree, user + system; medians)")
+for mode, sandbox, idle, A, B in results:
+    CA, CB = cpu[(mode, sandbox, idle)]
+    ma, mb = statistics.median(CA), statistics.median(CB)
+    vs = f"{sandbox} vs {'unshare -rmn' if sandbox != 'off' else 'bare'}"
+    print(f"{mode:<5} {vs:<22} {idle:>5} {ma:>15.1f} {mb:>17.1f} {mb/ma:>5.2f}x")
+# What confinement adds per attempt: paired rows of the same path and idle count.
+by = {(m, s, i): (statistics.median(A), statistics.median(B)) for m, s, i, A, B in results}
+for mode in paths:
+    for idle in idles:
+        if (mode, "auto", idle) in by and (mode, "off", idle) in by:
+            fa = by[(mode, "auto", idle)][0] - by[(mode, "off", idle)][0]
+            fb = by[(mode, "auto", idle)][1] - by[(mode, "off", idle)][1]
+            ca = statistics.median(cpu[(mode, "auto", idle)][0]) - statistics.median(cpu[(mode, "off", idle)][0])
+            cb = statistics.median(cpu[(mode, "auto", idle)][1]) - statistics.median(cpu[(mode, "off", idle)][1])
+            print(f"confinement, {mode}, idle {idle}: wall floor {fa:+.1f} ms, factory {fb:+.1f} ms; CPU floor {ca:+.1f} ms, factory {cb:+.1f} ms per attempt (2 commands; factory also probes once per process)")
 EOF
 
 if [ -n "${STRACE:-}" ]; then
@@ -182,13 +257,14 @@ if [ -n "${STRACE:-}" ]; then
 					--llm-model bench --max-attempts 1 --replay "$tmp/transcript-$mode.jsonl")
 			fi
 			set +e
-			strace -f -qq -e trace=execve,fsync,fdatasync -o "$tmp/strace-$side-$mode.txt" "${argv[@]}" >/dev/null 2>&1
+			strace -f -qq -e trace=execve,fsync,fdatasync,syncfs -o "$tmp/strace-$side-$mode.txt" "${argv[@]}" >/dev/null 2>&1
 			set -e
 			reset_repo
 			gits=$(grep -c 'execve("[^"]*/git"' "$tmp/strace-$side-$mode.txt" || true)
 			execs=$(grep 'execve(' "$tmp/strace-$side-$mode.txt" | grep -vc ' = -1 ' || true)
 			syncs=$(grep -cE '^[0-9]+ +f(data)?sync\(' "$tmp/strace-$side-$mode.txt" || true)
-			printf '%-5s %-8s git processes %2s  successful execs %2s  fsync calls %2s\n' "$mode" "$side" "$gits" "$execs" "$syncs"
+			syncfs=$(grep -cE '^[0-9]+ +syncfs\(' "$tmp/strace-$side-$mode.txt" || true)
+			printf '%-5s %-8s git processes %2s  successful execs %2s  fsync calls %2s  syncfs calls %2s\n' "$mode" "$side" "$gits" "$execs" "$syncs" "$syncfs"
 			grep -o 'execve("[^"]*/git", \[[^]]*\]' "$tmp/strace-$side-$mode.txt" | sed 's/execve("[^"]*", \["git", /    git /; s/", "/ /g; s/"//g; s/\]$//'
 		done
 	done

@@ -284,8 +284,8 @@ func (r *Run) after(ctx context.Context, node string, s *state) error {
 // as the node finishes, so an interrupted run still leaves its trail.
 func (r *Run) persist(_ context.Context, node string, s *state) error {
 	a := s.cur
-	// A node's files are written together, each durably, with one fsync of
-	// the attempt directory at the end.
+	// A node's files are written together and made durable together (one
+	// sync of the file system).
 	var files []artifact.File
 	var encErr error
 	add := func(name string, v any) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/factory-harness/factory/internal/gitws"
@@ -152,9 +153,21 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 		}
 		return nil, preflightf("repository %s: %v", repo.Root, err)
 	}
-	hidden, submodules, err := repo.IndexProblems(ctx)
-	if err != nil {
-		return nil, preflightf("repository %s: %v", repo.Root, err)
+	// The index check, the dirty check and the baseline snapshot only read
+	// (git runs with GIT_OPTIONAL_LOCKS=0, so status does not even refresh
+	// the index), so they run at once; the snapshot counts only once the
+	// other two have passed, and their errors come in this order.
+	var (
+		hidden, submodules, dirty []string
+		indexErr, dirtyErr        error
+		wg                        sync.WaitGroup
+	)
+	wg.Go(func() { hidden, submodules, indexErr = repo.IndexProblems(ctx) })
+	wg.Go(func() { dirty, dirtyErr = repo.Dirty(ctx) })
+	baseline, snapErr := repo.SnapshotAt(ctx, head)
+	wg.Wait()
+	if indexErr != nil {
+		return nil, preflightf("repository %s: %v", repo.Root, indexErr)
 	}
 	if len(submodules) > 0 {
 		return nil, preflightf("repository %s has submodules (%s); factory refuses them: a submodule is a separate repository that commands could change and a rollback of this one would not restore",
@@ -164,17 +177,17 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 		return nil, preflightf("repository %s has files marked skip-worktree or assume-unchanged (a sparse checkout?), which git's reset cannot restore, so a rollback could not be exact: %s",
 			repo.Root, Summarize(hidden, 5))
 	}
-	dirty, err := repo.Dirty(ctx)
-	if err != nil {
-		return nil, preflightf("repository %s: %v", repo.Root, err)
+	if dirtyErr != nil {
+		return nil, preflightf("repository %s: %v", repo.Root, dirtyErr)
 	}
 	if len(dirty) > 0 {
 		return nil, preflightf("repository %s has uncommitted changes (commit or stash them first; the factory rolls back with git and must not touch your work): %s",
 			repo.Root, Summarize(dirty, 5))
 	}
-	if r.baseline, err = repo.SnapshotAt(ctx, head); err != nil {
-		return nil, preflightf("repository %s: %v", repo.Root, err)
+	if snapErr != nil {
+		return nil, preflightf("repository %s: %v", repo.Root, snapErr)
 	}
+	r.baseline = baseline
 	if err := checkOutput("--out", opts.Out, repo, true); err != nil {
 		return nil, err
 	}

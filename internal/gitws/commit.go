@@ -204,7 +204,7 @@ func (r *Repo) FilesAt(ctx context.Context, rev string) ([]string, error) {
 // leaves git metadata, refs and HEAD alone, so that after a commit the
 // leftovers of the commands can be cleaned without undoing the commit.
 func (b Baseline) Rebased(commit string) Baseline {
-	return Baseline{Commit: commit, Ignored: b.Ignored, EmptyDirs: b.EmptyDirs, Modes: b.Modes}
+	return Baseline{Commit: commit, Ignored: b.Ignored, EmptyDirs: b.EmptyDirs, Modes: b.Modes, watch: b.watch}
 }
 
 // FactoryFile is <git dir>/factory/<name> (with name "", that directory),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -122,26 +123,32 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fmt.Errorf("open git repo %s: not a directory", dir)
 	}
 	env := gitEnv(true)
-	out, err := runGit(ctx, root, env, nil, "rev-parse", "--is-inside-work-tree")
-	if err != nil {
-		var re *proc.RunError
-		if errors.As(err, &re) && strings.Contains(re.Stderr, "not a git repository") {
-			return nil, fmt.Errorf("open git repo %s: %w", dir, ErrNotGitRepo)
-		}
-		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
-	}
-	if strings.TrimSpace(string(out)) != "true" {
-		return nil, fmt.Errorf("open git repo %s: %w: no work tree here (bare repository or inside .git)", dir, ErrNotGitRepo)
-	}
-	// rev-parse prints one line per option, in order.
-	out, err = runGit(ctx, root, env, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
-	if err != nil {
-		return nil, fmt.Errorf("open git repo %s: %w", dir, err)
-	}
+	// One git process in the usual case: inside a work tree, rev-parse
+	// prints one line per option, in order. Anywhere else --show-toplevel
+	// fails, and the two steps below say why.
+	out, err := runGit(ctx, root, env, nil, "rev-parse", "--is-inside-work-tree", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != 3 {
-		return nil, fmt.Errorf("open git repo %s: unexpected rev-parse output %q", dir, out)
+	if err != nil || len(lines) != 4 || lines[0] != "true" {
+		if out, err = runGit(ctx, root, env, nil, "rev-parse", "--is-inside-work-tree"); err != nil {
+			var re *proc.RunError
+			if errors.As(err, &re) && strings.Contains(re.Stderr, "not a git repository") {
+				return nil, fmt.Errorf("open git repo %s: %w", dir, ErrNotGitRepo)
+			}
+			return nil, fmt.Errorf("open git repo %s: %w", dir, err)
+		}
+		if strings.TrimSpace(string(out)) != "true" {
+			return nil, fmt.Errorf("open git repo %s: %w: no work tree here (bare repository or inside .git)", dir, ErrNotGitRepo)
+		}
+		out, err = runGit(ctx, root, env, nil, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
+		if err != nil {
+			return nil, fmt.Errorf("open git repo %s: %w", dir, err)
+		}
+		lines = append([]string{"true"}, strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")...)
+		if len(lines) != 4 {
+			return nil, fmt.Errorf("open git repo %s: unexpected rev-parse output %q", dir, out)
+		}
 	}
+	lines = lines[1:]
 	var resolved [3]string
 	for i, p := range lines {
 		if !filepath.IsAbs(p) {
@@ -249,6 +256,9 @@ type Baseline struct {
 	// ignored files' attributes and backups. It is nil in a Baseline built
 	// by hand, and Rollback then restores only the work tree.
 	state *baselineState
+	// watch, from Snapshot, says which paths may have changed mode since;
+	// nil (a Baseline built by hand or read from a journal) walks the tree.
+	watch *modeWatch
 }
 
 // keeps reports whether Rollback must keep the untracked path p: it is in
@@ -308,8 +318,9 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 	// runs while git lists the ignored files and the refs, which only read.
 	var empty []string
 	modes := map[string]fs.FileMode{}
+	watch := newModeWatch(r.Root)
 	scanned := make(chan error, 1)
-	go func() { scanned <- scanTree(r.Root, ".", &empty, modes) }()
+	go func() { scanned <- scanTree(r.Root, ".", &empty, modes, watch) }()
 	wait := func() error {
 		err := <-scanned
 		scanned = nil
@@ -332,6 +343,7 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	if err := wait(); err != nil {
+		watch.invalidate()
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	slices.Sort(empty)
@@ -339,14 +351,16 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	st.ignored, st.dirModes = r.snapshotIgnored(ignored)
-	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, Modes: modes, state: st}, nil
+	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, Modes: modes, state: st, watch: watch}, nil
 }
 
 // scanTree records, at or below rel, the empty directories (in empty) and
 // the permission bits of every file and directory (in modes), skipping .git
-// directories and symlinks' modes. Like git, it passes over directories it
+// directories and symlinks' modes, and has watch (which may be nil) watch
+// each directory before reading it. Like git, it passes over directories it
 // may not read: Rollback cannot remove anything inside them either.
-func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode) error {
+func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, watch *modeWatch) error {
+	watch.addDir(rel)
 	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
 	if errors.Is(err, fs.ErrPermission) {
 		return nil
@@ -368,7 +382,7 @@ func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode) e
 				continue // gone meanwhile
 			}
 			modes[p] = permBits(info.Mode())
-			if err := scanTree(root, p, empty, modes); err != nil {
+			if err := scanTree(root, p, empty, modes, watch); err != nil {
 				return err
 			}
 		default:
@@ -628,6 +642,7 @@ func (r *Repo) restoreModes(b Baseline) (files int, errs []error) {
 		return 0, nil
 	}
 	var dirs []string
+	check := func(p string, e fs.DirEntry) {} // set below; walk and check call each other
 	var walk func(rel string)
 	walk = func(rel string) {
 		entries, err := os.ReadDir(r.abs(rel))
@@ -638,28 +653,55 @@ func (r *Repo) restoreModes(b Baseline) (files int, errs []error) {
 			return
 		}
 		for _, e := range entries {
-			p := path.Join(rel, e.Name())
-			if e.Name() == ".git" || e.Type()&fs.ModeSymlink != 0 || b.IsIgnored(p+"/") {
-				continue
+			check(path.Join(rel, e.Name()), e)
+		}
+	}
+	check = func(p string, e fs.DirEntry) {
+		if e.Name() == ".git" || e.Type()&fs.ModeSymlink != 0 || b.IsIgnored(p+"/") {
+			return
+		}
+		if e.IsDir() {
+			if want, ok := b.Modes[p]; !ok || want&0o500 == 0o500 {
+				walk(p) // a directory its owner could not read at baseline was never seen inside
 			}
-			if e.IsDir() {
-				if want, ok := b.Modes[p]; !ok || want&0o500 == 0o500 {
-					walk(p) // a directory its owner could not read at baseline was never seen inside
-				}
-				dirs = append(dirs, p)
-				continue
-			}
-			want, ok := b.Modes[p]
-			if info, err := e.Info(); ok && err == nil && permBits(info.Mode()) != want {
-				files++
-				if err := os.Chmod(r.abs(p), want); err != nil {
-					errs = append(errs, fmt.Errorf("restore mode of %s: %w", p, err))
-				}
+			dirs = append(dirs, p)
+			return
+		}
+		want, ok := b.Modes[p]
+		if info, err := e.Info(); ok && err == nil && permBits(info.Mode()) != want {
+			files++
+			if err := os.Chmod(r.abs(p), want); err != nil {
+				errs = append(errs, fmt.Errorf("restore mode of %s: %w", p, err))
 			}
 		}
 	}
-	walk(".")
-	// walk appended children before their parents: deepest first already.
+	if changed, ok := b.watch.paths(); ok {
+		// Only the paths that may have changed since the snapshot (and,
+		// inside a directory created, deleted or moved, everything): the
+		// rest kept their modes, and the watched directories reported
+		// their entries' changes themselves.
+		for _, p := range slices.Sorted(maps.Keys(changed)) {
+			if b.walkSkips(p) {
+				continue
+			}
+			info, err := os.Lstat(r.abs(p))
+			if err != nil {
+				continue // gone: nothing to restore
+			}
+			if info.IsDir() && !changed[p] {
+				dirs = append(dirs, p) // its own mode only
+				continue
+			}
+			check(p, fs.FileInfoToDirEntry(info))
+		}
+		// A directory flagged and also inside one walked is listed twice.
+		slices.Sort(dirs)
+		dirs = slices.Compact(dirs)
+		slices.SortStableFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	} else {
+		walk(".")
+		// walk appended children before their parents: deepest first already.
+	}
 	for _, p := range dirs {
 		want, ok := b.Modes[p]
 		if !ok {
@@ -674,7 +716,26 @@ func (r *Repo) restoreModes(b Baseline) (files int, errs []error) {
 			}
 		}
 	}
+	if len(errs) > 0 {
+		b.watch.invalidate() // the next restore walks everything
+	}
 	return files, errs
+}
+
+// walkSkips reports whether restoreModes' walk of the tree never reaches
+// p (beyond p itself being a symlink): p lies in or is a .git directory,
+// lies in or is a baseline ignored nested repository, or lies inside a
+// directory its owner could not read at baseline.
+func (b Baseline) walkSkips(p string) bool {
+	for q := p; q != "."; q = path.Dir(q) {
+		if path.Base(q) == ".git" || b.IsIgnored(q+"/") {
+			return true
+		}
+		if want, ok := b.Modes[q]; ok && q != p && want&0o500 != 0o500 {
+			return true
+		}
+	}
+	return false
 }
 
 // isNotEmpty reports whether err says a directory still has entries.

@@ -80,8 +80,15 @@ type RunningCommand struct {
 }
 
 // RecordCommand notes the command now running; ClearCommand forgets it.
+// The note is for a harness that dies while the machine runs on: it
+// outlives the process without an fsync, and after a crash of the machine
+// no command is left running to kill, so it is not synced to disk.
 func (r *Repo) RecordCommand(c RunningCommand) error {
-	if err := artifact.WriteJSON(r.factoryPath(commandFile), c); err != nil {
+	data, err := artifact.MarshalJSON(c)
+	if err == nil {
+		err = artifact.ReplaceFile(r.factoryPath(commandFile), data, 0o644)
+	}
+	if err != nil {
 		return fmt.Errorf("record running command: %w", err)
 	}
 	return nil

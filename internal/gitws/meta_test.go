@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -149,42 +150,85 @@ func TestMetaLinkedWorktree(t *testing.T) {
 }
 
 // Rollback gives files and directories their baseline modes back: git
-// restores content with default modes, and commands run chmod.
+// restores content with default modes, and commands run chmod. It checks
+// only the paths a watch saw change since the snapshot, or, without a watch
+// (or with one that may have missed changes), walks the whole tree: both
+// must restore the same.
 func TestRollbackRestoresModes(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	chmod(t, f.root, "src/app.py", 0o600)
-	chmod(t, f.root, "README.md", 0o444)
-	chmod(t, f.root, "src/pkg/util.py", 0o664)
-	chmod(t, f.root, "src/pkg", 0o750)
-	b, err := f.repo.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := snapshotTree(t, f.root)
-	// Rewritten (git recreates it 0644), chmodded without a content change,
-	// an ignored file chmodded, a directory chmodded.
-	removeAll(t, f.root, "src/app.py")
-	writeFile(t, f.root, "src/app.py", "changed\n")
-	chmod(t, f.root, "README.md", 0o644)
-	chmod(t, f.root, "src/pkg/util.py", 0o644)
-	chmod(t, f.root, ".env", 0o644)
-	chmod(t, f.root, "src/pkg", 0o755)
-	// A directory a command left without any permission, with content.
-	writeFile(t, f.root, "locked/inner/x.txt", "x")
-	chmod(t, f.root, "locked/inner", 0)
-	chmod(t, f.root, "locked", 0)
+	for _, tc := range []struct {
+		name  string
+		watch bool // keep the snapshot's watch; else invalidate it
+	}{{"watched", true}, {"walked", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			chmod(t, f.root, "src/app.py", 0o600)
+			chmod(t, f.root, "README.md", 0o444)
+			chmod(t, f.root, "src/pkg/util.py", 0o664)
+			chmod(t, f.root, "src/pkg", 0o750)
+			writeFile(t, f.root, "docs/a/b.md", "b\n")
+			git(t, f.root, "add", "docs")
+			git(t, f.root, "commit", "-q", "-m", "docs")
+			chmod(t, f.root, "docs/a/b.md", 0o600)
+			chmod(t, f.root, "docs/a", 0o700)
+			b, err := f.repo.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runtime.GOOS == "linux" && b.watch == nil {
+				t.Fatal("Snapshot started no watch")
+			}
+			if !tc.watch {
+				b.watch.invalidate()
+			}
+			before := snapshotTree(t, f.root)
+			// Rewritten (git recreates it 0644), chmodded without a content change,
+			// an ignored file chmodded, a directory chmodded.
+			removeAll(t, f.root, "src/app.py")
+			writeFile(t, f.root, "src/app.py", "changed\n")
+			chmod(t, f.root, "README.md", 0o644)
+			chmod(t, f.root, "src/pkg/util.py", 0o644)
+			chmod(t, f.root, ".env", 0o644)
+			chmod(t, f.root, "src/pkg", 0o755)
+			// A directory a command left without any permission, with content.
+			writeFile(t, f.root, "locked/inner/x.txt", "x")
+			chmod(t, f.root, "locked/inner", 0)
+			chmod(t, f.root, "locked", 0)
+			// A tracked directory deleted whole: git recreates it and its
+			// files with default modes.
+			removeAll(t, f.root, "docs")
 
-	if _, err := f.repo.Rollback(ctx, b); err != nil {
-		t.Fatalf("Rollback: %v", err)
-	}
-	if d := diffTrees(before, snapshotTree(t, f.root)); d != "" {
-		t.Errorf("tree differs from baseline:\n%s", d)
-	}
-	if _, err := os.Lstat(filepath.Join(f.root, "locked")); !os.IsNotExist(err) {
-		t.Errorf("locked/ was not removed: %v", err)
-	}
-	if b.Modes["src/app.py"] != fs.FileMode(0o600) {
-		t.Errorf("Modes[src/app.py] = %v", b.Modes["src/app.py"])
+			if _, err := f.repo.Rollback(ctx, b); err != nil {
+				t.Fatalf("Rollback: %v", err)
+			}
+			if d := diffTrees(before, snapshotTree(t, f.root)); d != "" {
+				t.Errorf("tree differs from baseline:\n%s", d)
+			}
+			if _, err := os.Lstat(filepath.Join(f.root, "locked")); !os.IsNotExist(err) {
+				t.Errorf("locked/ was not removed: %v", err)
+			}
+			if b.Modes["src/app.py"] != fs.FileMode(0o600) {
+				t.Errorf("Modes[src/app.py] = %v", b.Modes["src/app.py"])
+			}
+			// The watch saw what changed and nothing else, and still does for a
+			// second rollback (the record is cumulative).
+			changed, ok := b.watch.paths()
+			if ok != (tc.watch && runtime.GOOS == "linux") {
+				t.Fatalf("watch usable = %v", ok)
+			}
+			if ok {
+				for _, p := range []string{"README.md", "src/pkg/util.py", ".env", "src/pkg", "docs"} {
+					if _, seen := changed[p]; !seen {
+						t.Errorf("watch missed %s: %v", p, changed)
+					}
+				}
+				if _, seen := changed["src/pkg/__init__.py"]; seen {
+					t.Errorf("watch reports an untouched path")
+				}
+				if _, seen := changed["run.sh"]; seen {
+					t.Errorf("watch reports run.sh, untouched: %v", changed)
+				}
+			}
+		})
 	}
 }

@@ -219,19 +219,6 @@ func appendResolved(list []string, path string) []string {
 	return append(list, abs)
 }
 
-// within reports whether path is dir or lies beneath it; both are clean absolute paths.
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
-}
-
-// hostTmp is /tmp with symlinks resolved: the directory the namespaces mechanism replaces.
-func hostTmp() string {
-	if real, err := filepath.EvalSymlinks("/tmp"); err == nil {
-		return real
-	}
-	return "/tmp"
-}
-
 // Mechanism says how commands are confined; MechanismNone for a nil policy.
 func (p *Policy) Mechanism() Mechanism {
 	if p == nil {

@@ -10,26 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/factory-harness/factory/internal/proc/sandbox/initproc"
 )
 
-// initArg0 is the argv[0] under which the factory binary runs as the sandbox's init (see Init).
-const initArg0 = "factory-sandbox-init"
-
-// plan is what the init does, passed as JSON in its argv[1]; the command's path and argv follow.
-type plan struct {
-	Namespaces bool     `json:"namespaces"`
-	Probe      bool     `json:"probe,omitempty"` // set everything up, then exit 0 instead of executing
-	Tmp        string   `json:"tmp"`             // the private temporary directory: /tmp inside namespaces
-	Empty      string   `json:"empty"`           // an empty unreadable file, bound over hidden files
-	Writable   []string `json:"writable"`        // work tree and HOME
-	ReadOnly   []string `json:"read_only"`
-	Hide       []string `json:"hide"`
-	ABI        int      `json:"abi"`
-	Parent     int      `json:"parent"`                  // factory's pid: the init dies with it
-	PIDs       bool     `json:"pids,omitempty"`          // a new PID namespace and a fresh /proc
-	HostNet    bool     `json:"host_net,omitempty"`      // keep the host's network namespace
-	Ports      []uint16 `json:"connect_ports,omitempty"` // with HostNet: the TCP ports it may connect to
-}
+// plan is what the init does (package initproc).
+type plan = initproc.Plan
 
 // Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the factory
 // binary as the sandbox's init, which confines itself and then executes the command. It keeps the
@@ -93,7 +79,7 @@ func wrapCmd(cmd *exec.Cmd, pl plan) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: cannot encode the plan: %w", err)
 	}
-	cmd.Args = append([]string{initArg0, string(data), cmd.Path}, cmd.Args...)
+	cmd.Args = append([]string{initproc.Arg0, string(data), cmd.Path}, cmd.Args...)
 	// The running binary, whatever has become of its path since it started.
 	cmd.Path = "/proc/self/exe"
 	if cmd.SysProcAttr == nil {
