@@ -183,7 +183,7 @@ by default), and rolls back with git on failure.
 	root.DisableSuggestions = false
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(flagErrorf)
-	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env))
+	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env), newServeCmd(env), newReportCmd(env))
 	return root
 }
 
