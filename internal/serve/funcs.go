@@ -92,7 +92,7 @@ var funcs = template.FuncMap{
 		}
 		return *p
 	},
-	"kib": func(n int64) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) },
+	"kib":    func(n int64) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) },
 	"leaves": func(n *tree.Node) []*tree.Node { return n.Children },
 	"upper":  strings.ToUpper,
 	"add":    func(a, b int) int { return a + b },

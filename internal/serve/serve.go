@@ -565,4 +565,3 @@ func (s *Server) streamLoop(w http.ResponseWriter, r *http.Request) {
 		return map[string]any{"status": row.Status, "passed": row.Passed, "total": row.Total}
 	})
 }
-

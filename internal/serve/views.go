@@ -46,17 +46,17 @@ func readText(src *source, name string, max int64) Text {
 
 // BuildView is everything the build page shows.
 type BuildView struct {
-	Out        int                      `json:"out"`
-	Hash       string                   `json:"plan_hash"`
-	Row        Row                      `json:"row"`
-	Summary    *builder.Summary         `json:"summary"`
-	Spec       Text                     `json:"spec"`
+	Out        int                       `json:"out"`
+	Hash       string                    `json:"plan_hash"`
+	Row        Row                       `json:"row"`
+	Summary    *builder.Summary          `json:"summary"`
+	Spec       Text                      `json:"spec"`
 	Verify     *workorder.VerifyContract `json:"verify_contract"`
-	Plan       []workorder.WorkOrder    `json:"plan"`
-	WOs        []WOView                 `json:"work_orders"`
-	Events     []json.RawMessage        `json:"events"` // the last ones
-	EventsFrom int64                    `json:"events_offset"`
-	Activity   *Activity                `json:"activity,omitempty"`
+	Plan       []workorder.WorkOrder     `json:"plan"`
+	WOs        []WOView                  `json:"work_orders"`
+	Events     []json.RawMessage         `json:"events"` // the last ones
+	EventsFrom int64                     `json:"events_offset"`
+	Activity   *Activity                 `json:"activity,omitempty"`
 }
 
 // WOView is one work order of a build: its outcome, its latest run's
@@ -76,19 +76,19 @@ type WOView struct {
 
 // RunSummary is one run directory of a work order.
 type RunSummary struct {
-	ID      string               `json:"id"`
-	Summary *factory.RunSummary  `json:"summary"`
+	ID      string                  `json:"id"`
+	Summary *factory.RunSummary     `json:"summary"`
 	Briefs  []*factory.FailureBrief `json:"failure_briefs"`
 }
 
 // AttemptTL is one attempt in the timeline: its nodes as they finished.
 type AttemptTL struct {
-	N       int        `json:"attempt"`
-	URL     string     `json:"url"`
-	Verdict string     `json:"verdict"`
-	Stage   string     `json:"stage,omitempty"`
-	Tokens  int64      `json:"tokens"`
-	Nodes   []NodeTL   `json:"nodes"`
+	N       int      `json:"attempt"`
+	URL     string   `json:"url"`
+	Verdict string   `json:"verdict"`
+	Stage   string   `json:"stage,omitempty"`
+	Tokens  int64    `json:"tokens"`
+	Nodes   []NodeTL `json:"nodes"`
 }
 
 // NodeTL is one finished node.
@@ -591,20 +591,20 @@ func attemptNumbers(src *source, dir string) []int {
 
 // LoopView is everything the loop page shows.
 type LoopView struct {
-	Repo       int           `json:"repo"`
-	ID         string        `json:"run_id"`
-	Row        Row           `json:"row"`
-	Current    bool          `json:"current"` // the tree and memory files are this run's
-	Tree       *tree.Node    `json:"tree"`
-	TreeErr    string        `json:"tree_problem,omitempty"`
-	Selected   string        `json:"selected,omitempty"`
-	Goal       Text          `json:"goal"`
-	Assume     Text          `json:"assumptions"`
-	Questions  Text          `json:"human_questions"`
-	Iterations []IterLine    `json:"iterations"`
+	Repo       int               `json:"repo"`
+	ID         string            `json:"run_id"`
+	Row        Row               `json:"row"`
+	Current    bool              `json:"current"` // the tree and memory files are this run's
+	Tree       *tree.Node        `json:"tree"`
+	TreeErr    string            `json:"tree_problem,omitempty"`
+	Selected   string            `json:"selected,omitempty"`
+	Goal       Text              `json:"goal"`
+	Assume     Text              `json:"assumptions"`
+	Questions  Text              `json:"human_questions"`
+	Iterations []IterLine        `json:"iterations"`
 	Events     []json.RawMessage `json:"events"`
-	EventsFrom int64         `json:"events_offset"`
-	Src        string        `json:"-"`
+	EventsFrom int64             `json:"events_offset"`
+	Src        string            `json:"-"`
 }
 
 // IterLine is one iteration's directory and meta.json.
