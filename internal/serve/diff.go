@@ -31,10 +31,7 @@ type DiffLine struct {
 // textDiff diffs two texts with three lines of context.
 func textDiff(path, before, after string) DiffFile {
 	d := DiffFile{Path: path, New: before == ""}
-	ud := difflib.UnifiedDiff{A: difflib.SplitLines(before), B: difflib.SplitLines(after), Context: 3}
-	if before == "" {
-		ud.A = nil
-	}
+	ud := difflib.UnifiedDiff{A: splitLines(before), B: splitLines(after), Context: 3}
 	text, err := difflib.GetUnifiedDiffString(ud)
 	if err != nil {
 		d.Note = "diff failed: " + err.Error()
@@ -135,4 +132,19 @@ func gitPath(line string) string {
 		return rest[i+3:]
 	}
 	return rest
+}
+
+// splitLines splits s after each newline; a last line without one gets it
+// (difflib.SplitLines would add an empty line after a final newline).
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	} else {
+		lines[len(lines)-1] += "\n"
+	}
+	return lines
 }

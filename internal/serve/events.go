@@ -84,6 +84,7 @@ func scanReader(f io.ReadSeeker, from int64, fn func(line []byte, end int64) boo
 		done = pos
 		line := chunk
 		if long != nil {
+			tooLong = tooLong || len(long)+len(chunk) > maxEventLine
 			line, long = append(long, chunk...), nil
 		}
 		if tooLong {
