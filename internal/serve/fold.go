@@ -41,6 +41,9 @@ type attemptFold struct {
 	Tokens  int64
 }
 
+// maxNodes bounds the nodes kept per attempt (a real one has four).
+const maxNodes = 16
+
 type nodeFold struct {
 	Node     string
 	Duration time.Duration
@@ -60,6 +63,9 @@ func (f *buildFold) wo(id string) *woFold {
 	return w
 }
 
+// maxAttemptsKept bounds the attempts kept per work order.
+const maxAttemptsKept = 64
+
 func (w *woFold) attempt(n int) *attemptFold {
 	for _, a := range w.Attempts {
 		if a.N == n {
@@ -67,6 +73,9 @@ func (w *woFold) attempt(n int) *attemptFold {
 		}
 	}
 	a := &attemptFold{N: n}
+	if len(w.Attempts) >= maxAttemptsKept {
+		w.Attempts = w.Attempts[1:]
+	}
 	w.Attempts = append(w.Attempts, a)
 	return a
 }
@@ -96,6 +105,9 @@ func (f *buildFold) apply(e Event) {
 		w.Verdict, w.Stage, w.Attempts = "", "", nil
 	case "node":
 		a := f.wo(e.WO).attempt(e.Attempt)
+		if len(a.Nodes) >= maxNodes {
+			a.Nodes = a.Nodes[1:] // bounded: an attempt has four nodes
+		}
 		a.Nodes = append(a.Nodes, nodeFold{Node: e.Node, Duration: time.Duration(e.DurationMS) * time.Millisecond,
 			Tokens: e.Tokens, Verdict: e.Verdict, Stage: e.Stage})
 		a.Tokens += e.Tokens

@@ -344,10 +344,10 @@ func TestScanLinesKeepsIncompleteLine(t *testing.T) {
 func TestRedactor(t *testing.T) {
 	r := newRedactor([]string{"OPENAI_API_KEY=abc<def>&ghi-1234", "PATH=/usr/bin:/bin", "SHORT_TOKEN=abc"})
 	for in, want := range map[string]string{
-		"key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end":   "key " + Redacted + " end",
-		"sk-proj-AAAAAAAAAAAAAAAAAAAA":                   Redacted,
+		"key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end":           "key " + Redacted + " end",
+		"sk-proj-AAAAAAAAAAAAAAAAAAAA":                            Redacted,
 		"value abc<def>&ghi-1234 and abc&lt;def&gt;&amp;ghi-1234": "value " + Redacted + " and " + Redacted,
-		"/usr/bin:/bin stays; abc stays; sk-short stays": "/usr/bin:/bin stays; abc stays; sk-short stays",
+		"/usr/bin:/bin stays; abc stays; sk-short stays":          "/usr/bin:/bin stays; abc stays; sk-short stays",
 	} {
 		if got := r.string(in); got != want {
 			t.Errorf("%q -> %q, want %q", in, got, want)
