@@ -131,6 +131,13 @@ func (s *Server) buildView(ctx context.Context, o int, hash string) (*BuildView,
 	for _, w := range fold.WOs {
 		ids = append(ids, w.ID)
 	}
+	titles := map[string]string{}
+	if sum != nil { // a plan given with --plan is not in the out dir: the summary names every work order
+		for _, w := range sum.WorkOrders {
+			ids = append(ids, w.ID)
+			titles[w.ID] = w.Title
+		}
+	}
 	for _, id := range ids {
 		if seen[id] || !validID(id) {
 			continue
@@ -139,6 +146,7 @@ func (s *Server) buildView(ctx context.Context, o int, hash string) (*BuildView,
 		v.WOs = append(v.WOs, s.woView(ctx, src, o, hash, id, fold, sum, git))
 	}
 	for i := range v.WOs {
+		v.WOs[i].Title = titles[v.WOs[i].ID]
 		for _, p := range v.Plan {
 			if p.ID == v.WOs[i].ID {
 				v.WOs[i].Title = p.Title
