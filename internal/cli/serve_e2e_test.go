@@ -321,9 +321,26 @@ func TestServe(t *testing.T) {
 		if m := regexp.MustCompile(`(?i)(src|href|action)\s*=\s*["']?\s*(https?:|//)|url\(|@import|<script|<link`).Find(data); m != nil {
 			t.Errorf("the report references something outside itself: %q", m)
 		}
-		if res := runFactory(t, nil, "report", "--out", fx.exampleOut, "--build", "0000000000000000", "-o", file); res.code != ExitUsage {
-			t.Errorf("report of a missing build: exit %d, want 2", res.code)
+		for _, args := range [][]string{
+			{"report", "--out", fx.exampleOut, "--build", "0000000000000000", "-o", file},
+			{"report", "--out", fx.exampleOut, "-o", file},
+			{"report", "--out", fx.exampleOut, "--build", fx.exampleHash, "--run", "x", "-o", file},
+			{"report", "--repo", fx.loopRepo, "-o", file},
+			{"report", "--out", fx.exampleOut, "--build", fx.exampleHash},
+			{"serve"},
+			{"serve", "--out", filepath.Join(t.TempDir(), "missing")},
+			{"serve", "--out", fx.exampleOut, "--token-file", filepath.Join(t.TempDir(), "missing")},
+		} {
+			if res := runFactory(t, nil, args...); res.code != ExitUsage || res.stdout != "" {
+				t.Errorf("factory %s: exit %d, want 2\n%s%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
+			}
 		}
+		loopFile := filepath.Join(t.TempDir(), "loop.html")
+		if res := runFactory(t, nil, "report", "--repo", fx.loopRepo, "--loop-run", "t1", "-o", loopFile); res.code != 0 {
+			t.Fatalf("loop report: exit %d\n%s", res.code, res.stderr)
+		}
+		loopHTML, _ := os.ReadFile(loopFile)
+		mustContain(t, "the loop report", string(loopHTML), "arithmetic", "iteration 5", "chore(loop): run t1 iter 5")
 	})
 
 	if _, err := exec.LookPath("chromium"); err != nil {

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -413,5 +414,41 @@ func TestTranscript(t *testing.T) {
 		if got.String() != c.want {
 			t.Errorf("%s: %q, want %q", name, got.String(), c.want)
 		}
+	}
+}
+
+func TestSingleRunPages(t *testing.T) {
+	out := t.TempDir()
+	fixtureBuild(t, out, "aaaa000000000001", true)
+	// A `factory run` out dir holds run directories directly.
+	run := filepath.Join(out, "r1")
+	src := filepath.Join(out, "builds", "aaaa000000000001", "WO-01", "r1")
+	for _, name := range []string{"work_order.json", "run_summary.json", "attempt_1/llm_response_raw.txt", "attempt_1/failure_brief.json"} {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(run, name), string(data))
+	}
+	_, ts := newTestServer(t, Options{Outs: []string{out}})
+	_, index, _ := get(t, ts.URL+"/api/index")
+	if !strings.Contains(index, `"kind": "run"`) || !strings.Contains(index, `"url": "/runs/0/r1"`) {
+		t.Errorf("the index lacks the run:\n%s", index)
+	}
+	for p, want := range map[string]string{"/runs/0/r1": "attempt 1", "/runs/0/r1/1": "acceptance_failed", "/api/runs/0/r1": `"verdict": "FAIL"`} {
+		code, body, _ := get(t, ts.URL+p)
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d, lacks %q", p, code, want)
+		}
+	}
+	var buf strings.Builder
+	if err := Report(t.Context(), &buf, ReportOptions{Out: out, Run: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "acceptance_failed") || strings.Contains(buf.String(), "<script") {
+		t.Errorf("run report:\n%.2000s", buf.String())
+	}
+	if err := Report(t.Context(), &buf, ReportOptions{Out: out, Run: "nope"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("report of a missing run: %v", err)
 	}
 }
