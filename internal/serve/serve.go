@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -53,6 +54,9 @@ type Server struct {
 	// maxText bounds each text a page shows (the whole file is a link
 	// away; a report notes the cut).
 	maxText int64
+
+	diffMu sync.Mutex
+	diffs  map[string]commitDiffs // repository@commit → its diff
 }
 
 // New prepares a server over the given directories; they need not exist
@@ -72,7 +76,8 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{o: o, st: newStore(o.Outs, o.Repos, o.Now), red: newRedactor(o.Environ), pages: pages, css: string(css), maxText: maxShownText}, nil
+	return &Server{o: o, st: newStore(o.Outs, o.Repos, o.Now), red: newRedactor(o.Environ), pages: pages, css: string(css), maxText: maxShownText,
+		diffs: map[string]commitDiffs{}}, nil
 }
 
 // Close releases the directories.

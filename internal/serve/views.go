@@ -290,12 +290,41 @@ func (s *Server) woView(ctx context.Context, src *source, o int, hash, id string
 		w.Outcome = "stopped"
 	}
 	if w.Commit != "" {
-		w.Diff, w.CommitFiles, w.DiffNote = commitDiff(ctx, git, w.Commit)
+		w.Diff, w.CommitFiles, w.DiffNote = s.commitDiff(ctx, git, w.Commit)
 	}
 	return w
 }
 
-// commitDiff is the diff a work order's commit made, from git.
+type commitDiffs struct {
+	files []DiffFile
+	names []string
+}
+
+// commitDiff is the diff a work order's commit made, from git; a commit
+// never changes, so it is kept.
+func (s *Server) commitDiff(ctx context.Context, git *gitws.Repo, commit string) ([]DiffFile, []string, string) {
+	if git == nil {
+		return nil, nil, "the repository is not readable here: no diff"
+	}
+	key := git.Root + "@" + commit
+	s.diffMu.Lock()
+	d, ok := s.diffs[key]
+	s.diffMu.Unlock()
+	if ok {
+		return d.files, d.names, ""
+	}
+	files, names, note := commitDiff(ctx, git, commit)
+	if note == "" {
+		s.diffMu.Lock()
+		if len(s.diffs) > 4096 {
+			clear(s.diffs)
+		}
+		s.diffs[key] = commitDiffs{files, names}
+		s.diffMu.Unlock()
+	}
+	return files, names, note
+}
+
 func commitDiff(ctx context.Context, git *gitws.Repo, commit string) ([]DiffFile, []string, string) {
 	if git == nil {
 		return nil, nil, "the repository is not readable here: no diff"
