@@ -502,3 +502,21 @@ func TestServe(t *testing.T) {
 	})
 	t.Logf("screenshots in %s", shots)
 }
+
+func TestServeReportHelp(t *testing.T) {
+	for cmd, want := range map[string][]string{
+		"serve":  {"Exit codes: 0 stopped, 2 usage", "serving http://HOST:PORT/", "401"},
+		"report": {"Exit codes: 0 written, 2 usage or not found", "no reference to anything outside the file"},
+	} {
+		var stdout, stderr strings.Builder
+		if code := Run(context.Background(), []string{cmd, "--help"}, Env{Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}); code != 0 {
+			t.Fatalf("%s --help: exit %d\n%s", cmd, code, stderr.String())
+		}
+		help := strings.Join(strings.Fields(stdout.String()), " ")
+		for _, w := range want {
+			if !strings.Contains(help, w) {
+				t.Errorf("%s --help lacks %q", cmd, w)
+			}
+		}
+	}
+}
