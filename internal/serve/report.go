@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -110,7 +110,7 @@ func Report(ctx context.Context, w io.Writer, o ReportOptions) error {
 	default:
 		return errors.New("report: nothing chosen")
 	}
-	nonce := make([]byte, 18)
+	nonce := make([]byte, 16) // hex: nothing the redactor could take for a key
 	_, _ = rand.Read(nonce)
 	anyItems := make([]any, len(items))
 	for i := range items {
@@ -118,7 +118,7 @@ func Report(ctx context.Context, w io.Writer, o ReportOptions) error {
 	}
 	var buf bytes.Buffer
 	err = s.pages.ExecuteTemplate(&buf, "layout", pageData{Page: page, Title: title, Data: data, R: linker{report: true},
-		CSS: template.CSS(s.css), Nonce: base64.RawURLEncoding.EncodeToString(nonce), Now: s.o.Now(), Items: anyItems})
+		CSS: template.CSS(s.css), Nonce: hex.EncodeToString(nonce), Now: s.o.Now(), Items: anyItems})
 	if err != nil {
 		return fmt.Errorf("render the report: %w", err)
 	}
