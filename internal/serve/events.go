@@ -33,6 +33,8 @@ type Event struct {
 	Repo       string   `json:"repo,omitempty"`
 	BaseCommit string   `json:"base_commit,omitempty"`
 	Error      string   `json:"error,omitempty"`
+	Name       string   `json:"name,omitempty"` // command_start: verify_1, acceptance_2, ...
+	Argv       []string `json:"argv,omitempty"` // command_start
 	WorkOrders int      `json:"work_orders,omitempty"`
 	Source     string   `json:"source,omitempty"`
 }

@@ -452,3 +452,21 @@ func TestSingleRunPages(t *testing.T) {
 		t.Errorf("report of a missing run: %v", err)
 	}
 }
+
+func TestActivityNamesTheRunningCommand(t *testing.T) {
+	out := t.TempDir()
+	fixtureBuild(t, out, "aaaa000000000001", false)
+	events := filepath.Join(out, "builds", "aaaa000000000001", "events.jsonl")
+	f, _ := os.OpenFile(events, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprint(f, `{"event":"command_start","wo":"WO-01","attempt":2,"node":"po","name":"acceptance_1","argv":["python3","-c","import calc"],"ts":"2026-01-02T03:04:30Z"}`+"\n")
+	f.Close()
+	now := time.Date(2026, 1, 2, 3, 4, 42, 0, time.UTC)
+	s, _ := newTestServer(t, Options{Outs: []string{out}, Now: func() time.Time { return now }})
+	v, err := s.buildView(t.Context(), 0, "aaaa000000000001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Activity == nil || v.Activity.What != "WO-01 attempt 2: PO running acceptance_1: python3 -c 'import calc'" || !v.Activity.Since.Equal(time.Date(2026, 1, 2, 3, 4, 30, 0, time.UTC)) {
+		t.Errorf("activity %+v", v.Activity)
+	}
+}

@@ -398,6 +398,8 @@ func activity(src *source, hash string, f *buildFold) *Activity {
 				a.What += ", now " + cmd
 			}
 		}
+	case "command_start": // the command runs since the event
+		a.What = fmt.Sprintf("%s attempt %d: %s running %s: %s", e.WO, e.Attempt, strings.ToUpper(e.Node), e.Name, quoteArgv(e.Argv))
 	default:
 		a.What = e.Event
 	}
