@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/factory-harness/factory/internal/gitws"
-	"github.com/factory-harness/factory/internal/loop/tree"
 )
 
 // linker turns site URLs into what a page links to: the URL itself when
@@ -86,16 +85,8 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(*p)
 	},
-	"strp": func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	},
-	"kib":    func(n int64) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) },
-	"leaves": func(n *tree.Node) []*tree.Node { return n.Children },
-	"upper":  strings.ToUpper,
-	"add":    func(a, b int) int { return a + b },
+	"kib":   func(n int64) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) },
+	"upper": strings.ToUpper,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
