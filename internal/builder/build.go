@@ -244,7 +244,7 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 		return nil, refusef("--out: create the build directory: %v", err)
 	}
 	b.events = filepath.Join(b.sum.BuildDir, "events.jsonl")
-	b.event(map[string]any{"event": "build_start", "plan_hash": hash, "branch": b.sum.Branch, "base_commit": b.base})
+	b.event(map[string]any{"event": "build_start", "plan_hash": hash, "branch": b.sum.Branch, "base_commit": b.base, "repo": b.repo.Root})
 	if err := b.writePointer(); err != nil {
 		return nil, err
 	}

@@ -188,7 +188,7 @@ by default), and rolls back with git on failure.
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(flagErrorf)
 	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env),
-		newEvalCmd(env), newWorkerCmd(env), newCancelCmd(env))
+		newEvalCmd(env), newServeCmd(env), newReportCmd(env), newWorkerCmd(env), newCancelCmd(env))
 	return root
 }
 

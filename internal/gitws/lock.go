@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // FactoryDirName is the directory, inside a git directory, that holds the
@@ -99,4 +101,46 @@ func (l *Lock) Unlock() error {
 	}
 	l.f = nil
 	return err
+}
+
+// LockHolder reports, without taking the lock, whether a live process holds
+// the repository's lock and the pid it wrote: for read-only viewers such as
+// `factory serve`. The lock file outlives a holder killed by SIGKILL, so the
+// file alone proves nothing: on Linux the kernel's table of flocks
+// (/proc/locks) decides, elsewhere whether the written pid is alive.
+func (r *Repo) LockHolder() (pid int, held bool) {
+	p := filepath.Join(r.CommonDir, FactoryDirName, "lock")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return 0, false
+	}
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	info, err := os.Stat(p)
+	if err != nil {
+		return 0, false
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		if locks, err := os.ReadFile("/proc/locks"); err == nil {
+			return pid, flockedInode(string(locks), uint64(st.Dev), st.Ino)
+		}
+	}
+	if pid <= 0 {
+		return 0, false
+	}
+	err = syscall.Kill(pid, 0)
+	return pid, err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// flockedInode reports whether the /proc/locks table lists an FLOCK on
+// inode ino of device dev ("1: FLOCK  ADVISORY  WRITE 4242 08:01:1234 0 EOF",
+// major and minor in hex).
+func flockedInode(table string, dev, ino uint64) bool {
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(dev), unix.Minor(dev), ino)
+	for line := range strings.Lines(table) {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
+			return true
+		}
+	}
+	return false
 }

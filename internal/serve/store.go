@@ -1,0 +1,639 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/loop"
+	"github.com/factory-harness/factory/internal/loop/tree"
+	"github.com/factory-harness/factory/internal/workorder"
+)
+
+// Statuses of builds, single runs and loop runs.
+const (
+	StatusRunning     = "running"
+	StatusPass        = "PASS"
+	StatusFail        = "FAIL"
+	StatusStuck       = "stuck"
+	StatusInterrupted = "interrupted"
+	// StatusOpen is a loop run that stopped with work left and nothing
+	// wrong: its iteration limit, or a `factory loop step`.
+	StatusOpen = "open"
+)
+
+// staleAfter is how long an unfinished single run (whose repository its
+// artifacts do not name) counts as running after its last write.
+const staleAfter = 10 * time.Minute
+
+// idPattern is what a path segment naming a build, run, work order or loop
+// run may look like: no separators, no dot segments.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+func validID(s string) bool { return idPattern.MatchString(s) && !strings.Contains(s, "..") }
+
+// source is one artifact directory serve reads: an --out dir, or a
+// --repo's .runner. Every read goes through root, which refuses names that
+// leave the directory, symlinks included.
+type source struct {
+	dir  string
+	mu   sync.Mutex
+	root *os.Root // nil until the directory exists
+}
+
+func (s *source) open() (*os.Root, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.root == nil {
+		r, err := os.OpenRoot(s.dir)
+		if err != nil {
+			return nil, err
+		}
+		s.root = r
+	}
+	return s.root, nil
+}
+
+func (s *source) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.root != nil {
+		s.root.Close()
+		s.root = nil
+	}
+}
+
+// readFile reads name (slash-separated, relative) from the source, at most
+// max bytes; total is the file's size.
+func (s *source) readFile(name string, max int64) (data []byte, total int64, err error) {
+	r, err := s.open()
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := r.Open(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s: not a regular file", name)
+	}
+	data, err = io.ReadAll(io.LimitReader(f, max))
+	return data, info.Size(), err
+}
+
+func (s *source) readJSON(name string, v any) error {
+	data, _, err := s.readFile(name, 64<<20)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}
+
+func (s *source) stat(name string) (fs.FileInfo, error) {
+	r, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	return r.Stat(name)
+}
+
+func (s *source) readDir(name string) ([]fs.DirEntry, error) {
+	r, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
+// Row is one line of the index.
+type Row struct {
+	Kind     string    `json:"kind"` // build, run or loop
+	ID       string    `json:"id"`
+	URL      string    `json:"url"`
+	Repo     string    `json:"repo,omitempty"`
+	Branch   string    `json:"branch,omitempty"`
+	Status   string    `json:"status"`
+	Detail   string    `json:"detail,omitempty"` // e.g. the build verdict behind FAIL
+	Passed   int       `json:"passed"`
+	Total    int       `json:"total"`
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"duration_seconds"`
+	Tokens   int64     `json:"tokens"`
+	CostUSD  *float64  `json:"cost_usd"`
+	HasCount bool      `json:"-"` // passed/total is known
+}
+
+// buildEntry caches what was read of one build: its events are folded
+// incrementally, its summary re-read when it changes.
+type buildEntry struct {
+	fold    *buildFold
+	sumKey  string
+	summary *builder.Summary
+}
+
+// loopEntry caches the fold of a loop run's events.jsonl.
+type loopEntry struct {
+	offset     int64
+	first      time.Time
+	last       time.Time
+	lastEvent  string
+	terminal   string // the last complete/stuck/interrupted/repairs_exhausted event
+	iterations int
+}
+
+type store struct {
+	outs  []*source
+	loops []*source // each --repo's .runner
+	repos []string  // the --repo dirs
+	now   func() time.Time
+
+	mu     sync.Mutex
+	builds map[string]*buildEntry
+	loopsC map[string]*loopEntry
+	gits   map[string]*gitws.Repo
+}
+
+func newStore(outs, repos []string, now func() time.Time) *store {
+	s := &store{repos: repos, now: now, builds: map[string]*buildEntry{}, loopsC: map[string]*loopEntry{}, gits: map[string]*gitws.Repo{}}
+	for _, o := range outs {
+		s.outs = append(s.outs, &source{dir: o})
+	}
+	for _, r := range repos {
+		s.loops = append(s.loops, &source{dir: filepath.Join(r, loop.RunnerDir)})
+	}
+	return s
+}
+
+func (s *store) close() {
+	for _, src := range append(slices.Clone(s.outs), s.loops...) {
+		src.close()
+	}
+}
+
+// git opens the repository at dir once; nil if it cannot.
+func (s *store) git(ctx context.Context, dir string) *gitws.Repo {
+	if dir == "" {
+		return nil
+	}
+	s.mu.Lock()
+	r, ok := s.gits[dir]
+	s.mu.Unlock()
+	if ok {
+		return r
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return nil
+	}
+	r, err := gitws.Open(ctx, dir)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.gits[dir] = r
+	s.mu.Unlock()
+	return r
+}
+
+// build returns the fold and summary of build hash in out dir o, reading
+// only what was appended since the last call.
+func (s *store) build(o int, hash string) (*buildFold, *builder.Summary, error) {
+	src := s.outs[o]
+	dir := "builds/" + hash
+	key := fmt.Sprint(o, "/", hash)
+	s.mu.Lock()
+	e := s.builds[key]
+	if e == nil {
+		e = &buildEntry{fold: &buildFold{}}
+		s.builds[key] = e
+	}
+	s.mu.Unlock()
+	// One reader per entry at a time; the fold is cloned for the caller.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The fast path, for an index of many builds: two stats say nothing
+	// changed. (Only a change detector: every read goes through the root.)
+	evInfo, evErr := os.Stat(filepath.Join(src.dir, "builds", hash, "events.jsonl"))
+	sumInfo, sumErr := os.Stat(filepath.Join(src.dir, "builds", hash, "build_summary.json"))
+	if evErr == nil && evInfo.Size() == e.fold.Offset && e.fold.Lines > 0 &&
+		(sumErr != nil && e.summary == nil || sumErr == nil && fmt.Sprint(sumInfo.Size(), sumInfo.ModTime().UnixNano()) == e.sumKey) {
+		return e.fold.clone(), e.summary, nil
+	}
+	found := false
+	if r, err := src.open(); err == nil {
+		if f, err := r.Open(dir + "/events.jsonl"); err == nil {
+			found = true
+			info, _ := f.Stat()
+			if info != nil && info.Size() < e.fold.Offset { // rewritten: start again
+				e.fold = &buildFold{}
+			}
+			off, _ := scanReader(f, e.fold.Offset, func(line []byte, _ int64) bool {
+				if ev, ok := decodeEvent(line); ok {
+					e.fold.apply(ev)
+				}
+				return true
+			})
+			e.fold.Offset = off
+			f.Close()
+		}
+	}
+	if info, err := src.stat(dir + "/build_summary.json"); err == nil {
+		found = true
+		k := fmt.Sprint(info.Size(), info.ModTime().UnixNano())
+		if k != e.sumKey {
+			var sum builder.Summary
+			if err := src.readJSON(dir+"/build_summary.json", &sum); err == nil {
+				e.summary, e.sumKey = &sum, k
+			}
+		}
+	}
+	if !found {
+		return nil, nil, fs.ErrNotExist
+	}
+	return e.fold.clone(), e.summary, nil
+}
+
+// buildStatus decides a build's status. Finished sessions say so in their
+// last event (build_end). An unfinished one is running exactly while its
+// repository's lock is held by a live process that works on this build
+// (the repository's build pointer names this build directory); otherwise
+// it was killed: interrupted.
+func (s *store) buildStatus(ctx context.Context, o int, hash string, f *buildFold, sum *builder.Summary) (status, detail string) {
+	if f.Ended || f.Lines == 0 && sum != nil {
+		v := f.Verdict
+		if f.Lines == 0 {
+			v = sum.Verdict
+		}
+		return verdictStatus(v, sum)
+	}
+	repo := f.Repo
+	if repo == "" && sum != nil {
+		repo = sum.Repo
+	}
+	if r := s.git(ctx, repo); r != nil {
+		if _, held := r.LockHolder(); held {
+			var p builder.Pointer
+			data, err := os.ReadFile(r.FactoryFile(builder.PointerFile))
+			if err == nil && json.Unmarshal(data, &p) == nil && samePath(p.BuildDir, filepath.Join(s.outs[o].dir, "builds", hash)) {
+				return StatusRunning, ""
+			}
+		}
+		return StatusInterrupted, "no build_end event and no factory holds the repository's lock"
+	}
+	// The repository is gone or unknown: the log's age decides.
+	if !f.Last.IsZero() && s.now().Sub(f.Last) < staleAfter {
+		return StatusRunning, "repository not readable; judged by the age of the last event"
+	}
+	return StatusInterrupted, "no build_end event"
+}
+
+func samePath(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ia, err1 := os.Stat(a)
+	ib, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
+}
+
+// verdictStatus maps a build verdict to a status: PASS, interrupted for
+// an ERROR that an interrupt caused, else FAIL with the verdict as detail.
+func verdictStatus(v string, sum *builder.Summary) (string, string) {
+	switch v {
+	case builder.VerdictPass:
+		return StatusPass, ""
+	case builder.VerdictError:
+		if sum != nil && strings.Contains(sum.Error, "interrupted") {
+			return StatusInterrupted, sum.Error
+		}
+		if sum != nil && sum.Error != "" {
+			return StatusFail, "ERROR: " + firstLine(sum.Error)
+		}
+		return StatusFail, v
+	case builder.VerdictFail:
+		if sum != nil && sum.Failed != "" {
+			return StatusFail, sum.Failed + " failed"
+		}
+		return StatusFail, ""
+	case "":
+		return StatusInterrupted, ""
+	}
+	return StatusFail, v
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	if len(l) > 200 {
+		l = l[:200] + "…"
+	}
+	return l
+}
+
+// rows lists every build, single run and loop run, newest first.
+func (s *store) rows(ctx context.Context) []Row {
+	var rows []Row
+	for o, src := range s.outs {
+		if ents, err := src.readDir("builds"); err == nil {
+			for _, d := range ents {
+				if !d.IsDir() || !validID(d.Name()) {
+					continue
+				}
+				if r, ok := s.buildRow(ctx, o, d.Name()); ok {
+					rows = append(rows, r)
+				}
+			}
+		}
+		if ents, err := src.readDir("."); err == nil {
+			for _, d := range ents {
+				if !d.IsDir() || !validID(d.Name()) || d.Name() == "builds" || d.Name() == "plans" {
+					continue
+				}
+				if r, ok := s.runRow(o, d.Name()); ok {
+					rows = append(rows, r)
+				}
+			}
+		}
+	}
+	for l := range s.loops {
+		for _, id := range s.loopRuns(l) {
+			rows = append(rows, s.loopRow(ctx, l, id))
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		if c := b.Started.Compare(a.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return rows
+}
+
+func (s *store) buildRow(ctx context.Context, o int, hash string) (Row, bool) {
+	f, sum, err := s.build(o, hash)
+	if err != nil {
+		return Row{}, false
+	}
+	r := Row{Kind: "build", ID: hash, URL: fmt.Sprintf("/builds/%d/%s", o, hash), Repo: f.Repo, Branch: f.Branch,
+		Started: f.Start, Tokens: f.Tokens, CostUSD: f.CostUSD, Passed: f.passed(), Total: f.Total, HasCount: true}
+	if sum != nil {
+		if r.Repo == "" {
+			r.Repo = sum.Repo
+		}
+		if r.Branch == "" {
+			r.Branch = sum.Branch
+		}
+		if f.Ended || f.Lines == 0 {
+			r.Tokens, r.CostUSD = sum.Tokens, sum.CostUSD
+			if r.Total == 0 {
+				r.Total = len(sum.WorkOrders)
+			}
+		}
+	}
+	r.Status, r.Detail = s.buildStatus(ctx, o, hash, f, sum)
+	end := f.Last
+	if r.Status == StatusRunning {
+		end = s.now()
+	}
+	if !f.Start.IsZero() {
+		r.Seconds = end.Sub(f.Start).Seconds()
+	}
+	return r, true
+}
+
+// runRow is a single `factory run` in out dir o: a directory holding
+// work_order.json.
+func (s *store) runRow(o int, id string) (Row, bool) {
+	src := s.outs[o]
+	woInfo, err := src.stat(id + "/work_order.json")
+	if err != nil {
+		return Row{}, false
+	}
+	r := Row{Kind: "run", ID: id, URL: fmt.Sprintf("/runs/%d/%s", o, id), Started: woInfo.ModTime(), Total: 1, HasCount: true}
+	var wo workorder.WorkOrder
+	if src.readJSON(id+"/work_order.json", &wo) == nil {
+		r.Detail = wo.ID
+	}
+	var sum factory.RunSummary
+	sumInfo, err := src.stat(id + "/run_summary.json")
+	if err == nil && src.readJSON(id+"/run_summary.json", &sum) == nil {
+		r.Seconds = sumInfo.ModTime().Sub(woInfo.ModTime()).Seconds()
+		r.Tokens, r.CostUSD = sum.Usage.TotalTokens, sum.CostUSD
+		switch {
+		case sum.Verdict == factory.VerdictPass:
+			r.Status, r.Passed = StatusPass, 1
+		case sum.Verdict == factory.VerdictError && strings.Contains(sum.Error, "interrupted"):
+			r.Status = StatusInterrupted
+		default:
+			r.Status = StatusFail
+		}
+		r.Detail = strings.TrimSpace(wo.ID + " " + sum.Verdict)
+		return r, true
+	}
+	// No summary yet: running while its files change (a run's artifacts do
+	// not name its repository, so there is no lock to look at).
+	last := latestMod(src, id)
+	r.Seconds = s.now().Sub(woInfo.ModTime()).Seconds()
+	if s.now().Sub(last) < staleAfter {
+		r.Status = StatusRunning
+	} else {
+		r.Status, r.Seconds = StatusInterrupted, last.Sub(woInfo.ModTime()).Seconds()
+	}
+	return r, true
+}
+
+// latestMod is the newest modification time of the run directory and its
+// attempt directories.
+func latestMod(src *source, dir string) time.Time {
+	var last time.Time
+	if info, err := src.stat(dir); err == nil {
+		last = info.ModTime()
+	}
+	ents, _ := src.readDir(dir)
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && info.ModTime().After(last) {
+			last = info.ModTime()
+		}
+		if e.IsDir() {
+			sub, _ := src.readDir(dir + "/" + e.Name())
+			for _, f := range sub {
+				if info, err := f.Info(); err == nil && info.ModTime().After(last) {
+					last = info.ModTime()
+				}
+			}
+		}
+	}
+	return last
+}
+
+// loopRuns lists the run ids with logs under .runner/iterations of repo l.
+func (s *store) loopRuns(l int) []string {
+	ents, err := s.loops[l].readDir("iterations")
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, d := range ents {
+		if d.IsDir() && validID(d.Name()) {
+			ids = append(ids, d.Name())
+		}
+	}
+	return ids
+}
+
+// loopFold folds the run's events.jsonl, incrementally.
+func (s *store) loopFold(l int, id string) loopEntry {
+	key := fmt.Sprint(l, "/", id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.loopsC[key]
+	if e == nil {
+		e = &loopEntry{}
+		s.loopsC[key] = e
+	}
+	r, err := s.loops[l].open()
+	if err != nil {
+		return *e
+	}
+	f, err := r.Open("iterations/" + id + "/events.jsonl")
+	if err != nil {
+		return *e
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.Size() < e.offset {
+		*e = loopEntry{}
+	}
+	e.offset, _ = scanReader(f, e.offset, func(line []byte, _ int64) bool {
+		var ev loop.Event
+		if json.Unmarshal(line, &ev) != nil {
+			return true
+		}
+		t, _ := time.Parse(time.RFC3339Nano, ev.Time)
+		if e.first.IsZero() {
+			e.first = t
+		}
+		e.last, e.lastEvent = t, ev.Event
+		switch ev.Event {
+		case "complete", "stuck", "interrupted", "repairs_exhausted", "iteration_aborted":
+			e.terminal = ev.Event
+		case "iteration_started", "run_started":
+			e.terminal = ""
+		}
+		if ev.Event == "iteration_committed" {
+			e.iterations++
+		}
+		return true
+	})
+	return *e
+}
+
+// loopState is what the index and the loop page know of a loop run.
+type loopState struct {
+	Current  bool // the run .runner/run.json names
+	RunState loop.RunState
+	Tree     *tree.Node // the current tree, for the current run
+	TreeErr  string
+	Sel      tree.Selection
+}
+
+func (s *store) loopState(l int, id string) loopState {
+	var st loopState
+	src := s.loops[l]
+	if src.readJSON("run.json", &st.RunState) == nil && st.RunState.RunID == id {
+		st.Current = true
+		data, _, err := src.readFile("tree.json", tree.MaxFileBytes+1)
+		if err == nil {
+			t, derr := tree.Decode(data)
+			if derr != nil {
+				st.TreeErr = derr.Error()
+			} else {
+				st.Tree, st.Sel = t, tree.Select(t)
+			}
+		}
+	}
+	return st
+}
+
+// loopStatus: the current run's tree decides PASS and stuck; the lock
+// decides running; else the last terminal event.
+func (s *store) loopStatus(ctx context.Context, l int, st loopState, e loopEntry) string {
+	if st.Current && st.Tree != nil {
+		switch st.Sel.Status {
+		case tree.StatusComplete:
+			return StatusPass
+		case tree.StatusStuck:
+			return StatusStuck
+		}
+		if r := s.git(ctx, s.repos[l]); r != nil {
+			if _, held := r.LockHolder(); held && e.terminal == "" {
+				return StatusRunning
+			}
+		}
+	}
+	switch e.terminal {
+	case "complete":
+		return StatusPass
+	case "stuck":
+		return StatusStuck
+	case "repairs_exhausted":
+		return StatusFail
+	case "interrupted", "iteration_aborted":
+		return StatusInterrupted
+	}
+	if e.lastEvent == "iteration_started" { // cut off without a word: killed
+		return StatusInterrupted
+	}
+	return StatusOpen
+}
+
+func (s *store) loopRow(ctx context.Context, l int, id string) Row {
+	e := s.loopFold(l, id)
+	st := s.loopState(l, id)
+	r := Row{Kind: "loop", ID: id, URL: fmt.Sprintf("/loops/%d/%s", l, id), Repo: s.repos[l], Branch: loop.BranchPrefix + id, Started: e.first}
+	r.Status = s.loopStatus(ctx, l, st, e)
+	end := e.last
+	if r.Status == StatusRunning {
+		end = s.now()
+	}
+	if !e.first.IsZero() {
+		r.Seconds = end.Sub(e.first).Seconds()
+	}
+	if st.Tree != nil {
+		st.Tree.Walk(func(n, _ *tree.Node, _ int) {
+			if n.IsLeaf() {
+				r.Total++
+				if n.Passes {
+					r.Passed++
+				}
+			}
+		})
+		r.HasCount = true
+	}
+	r.Detail = fmt.Sprintf("%d iterations", e.iterations)
+	return r
+}
+
+var errNotFound = errors.New("not found")
