@@ -65,9 +65,12 @@ type Env struct {
 // Result is the outcome of Validate.
 type Result struct {
 	// Manifest is the plan with every order parsed and normalised as
-	// workorder.ParseWorkOrder would. It is nil when the plan or an order
-	// could not be parsed (any E000, E004 or E005); otherwise it is set
-	// even if other errors remain, so check Errors() before using it.
+	// workorder.ParseWorkOrder would; workorder.ParseManifest accepts its
+	// JSON. It is nil when the plan or an order could not be parsed (any
+	// E000, E004 or E005) or an id is not a work order id at all (E001
+	// for an id CheckID refuses); otherwise it is set even if other errors
+	// remain (ids out of sequence, the chain checks), so check Errors()
+	// before using it.
 	Manifest *workorder.Manifest
 	// Issues are the errors and warnings, ordered by work order index
 	// (plan-level issues first), then code, then field, then message.
@@ -163,7 +166,12 @@ type order struct {
 	idx  int
 	woid string
 	wo   *workorder.WorkOrder // nil when E004/E005 prevented parsing
-	cmds []command            // by acceptance_commands index, from the lenient view
+	// parsed says wo is what workorder.ParseWorkOrder returns for the
+	// order. When false but wo is set, only the id is wrong (E001): the
+	// order still takes part in the chain checks, but it is no work order
+	// `factory run` or workorder.ParseManifest would accept.
+	parsed bool
+	cmds   []command // by acceptance_commands index, from the lenient view
 }
 
 // command is one acceptance command that parsed to an argv.

@@ -86,7 +86,8 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 		v.decodeError(idx, o.woid, "", err, raw, reflect.TypeFor[workorder.WorkOrder](), "preconditions", "postconditions")
 	} else if err := w.Normalize(); err != nil {
 		// E001 covers the id, and an order whose only fault is its id
-		// still takes part in the chain checks.
+		// still takes part in the chain checks, though not in the
+		// Manifest (see order.parsed).
 		idOnly := true
 		for _, part := range splitErrors(err) {
 			field, msg := splitField(part.Error())
@@ -102,7 +103,7 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 			o.wo = &w
 		}
 	} else {
-		o.wo = &w
+		o.wo, o.parsed = &w, true
 	}
 
 	for k, c := range looseStrings(loose["acceptance_commands"]) {

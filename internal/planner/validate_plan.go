@@ -42,15 +42,17 @@ func (v *validator) plan(raw []byte) *workorder.Manifest {
 	}
 	orders := make([]*order, len(rawOrders))
 	seen := map[string]int{}
+	badID := false
 	for i, r := range rawOrders {
 		orders[i] = v.order(i, r, seen)
 		if orders[i].wo == nil {
 			fatal = true
 		}
+		badID = badID || orders[i].wo != nil && !orders[i].parsed
 	}
 	v.inspectAll(orders)
 	v.chain(orders, contract, !fatal)
-	if fatal || len(orders) == 0 {
+	if fatal || badID || len(orders) == 0 {
 		return nil
 	}
 	m := &workorder.Manifest{VerifyContract: contract, WorkOrders: make([]workorder.WorkOrder, len(orders))}
