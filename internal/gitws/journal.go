@@ -1,6 +1,9 @@
 package gitws
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +25,13 @@ const (
 	journalFile = "journal.json"
 	commandFile = "command.json"
 )
+
+// journalSumPrefix starts the journal's last line, the SHA-256 of the JSON
+// before it: a journal cut short or damaged on disk is refused instead of
+// restored from. (With one path in its list of ignored files changed, a
+// restore takes that file for one the attempt created and deletes it; only
+// a backup in the snapshot, kept for small files, brings it back.)
+const journalSumPrefix = "sha256 "
 
 func (r *Repo) factoryPath(name string) string {
 	return filepath.Join(r.GitDir, FactoryDirName, name)
@@ -54,7 +64,9 @@ func (r *Repo) WriteJournal(v any) error {
 	if err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
-	if err := artifact.WriteFileAtomic(r.JournalPath(), append(data, '\n'), 0o644); err != nil {
+	sum := sha256.Sum256(data)
+	data = fmt.Appendf(data, "\n%s%s\n", journalSumPrefix, hex.EncodeToString(sum[:]))
+	if err := artifact.WriteFileAtomic(r.JournalPath(), data, 0o644); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil
@@ -66,7 +78,15 @@ func (r *Repo) ReadJournal(v any) error {
 	if err != nil {
 		return fmt.Errorf("read journal: %w", err)
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	body, sumLine, ok := bytes.Cut(data, []byte("\n"+journalSumPrefix))
+	if !ok || !bytes.HasSuffix(sumLine, []byte("\n")) {
+		return fmt.Errorf("journal %s is cut short or damaged: it does not end with its checksum line", r.JournalPath())
+	}
+	sum := sha256.Sum256(body)
+	if string(sumLine) != hex.EncodeToString(sum[:])+"\n" {
+		return fmt.Errorf("journal %s is damaged: its content does not match its checksum", r.JournalPath())
+	}
+	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("read journal %s: %w", r.JournalPath(), err)
 	}
 	return nil
@@ -98,7 +118,8 @@ func (r *Repo) ClearCommand() error {
 // RecordedCommand returns the command recorded as running, if any.
 func (r *Repo) RecordedCommand() (RunningCommand, bool, error) {
 	var c RunningCommand
-	data, err := os.ReadFile(r.factoryPath(commandFile))
+	p := r.factoryPath(commandFile)
+	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, false, nil
 	}
@@ -106,7 +127,7 @@ func (r *Repo) RecordedCommand() (RunningCommand, bool, error) {
 		err = json.Unmarshal(data, &c)
 	}
 	if err != nil {
-		return c, false, fmt.Errorf("read running command: %w", err)
+		return RunningCommand{}, false, fmt.Errorf("read running command %s: %w", p, err)
 	}
 	return c, true, nil
 }
