@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -146,7 +147,7 @@ func LoadPlan(path string) (raw []byte, lone bool, err error) {
 			if err := json.Unmarshal(data, &top); err != nil {
 				return nil, false, fmt.Errorf("%s: not a JSON object: %w", name, err)
 			}
-			if dup := duplicateTopKey(data); dup != "" {
+			if dup, ok := canon.RepeatedKey(data); ok {
 				return nil, false, fmt.Errorf("%s: key %q appears twice", name, dup)
 			}
 			contract = top["verify_contract"]
@@ -177,7 +178,7 @@ func LoadPlan(path string) (raw []byte, lone bool, err error) {
 // provenance, a plain manifest as is, or a lone work order wrapped.
 func planBytes(data []byte) ([]byte, bool, error) {
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil || duplicateTopKey(data) != "" {
+	if _, repeated := canon.RepeatedKey(data); repeated || json.Unmarshal(data, &top) != nil {
 		// Validate reports it as E000; re-encoding top would keep the
 		// last of two equal keys and hide the duplicate.
 		return data, false, nil
@@ -204,30 +205,4 @@ func WriteValidationErrors(dir string, issues []Issue) error {
 		return err
 	}
 	return artifact.WriteJSON(filepath.Join(dir, "validation_errors.json"), nonNil(issues))
-}
-
-// duplicateTopKey returns a key the top-level JSON object of data holds
-// twice, or "" (also when data is not a JSON object).
-func duplicateTopKey(data []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return ""
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return key
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return ""
-		}
-	}
-	return ""
 }

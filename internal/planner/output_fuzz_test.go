@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -53,7 +54,7 @@ func FuzzLoadPlanFile(f *testing.F) {
 		if res.Manifest == nil {
 			return
 		}
-		if dup := duplicateTopKey(data); dup != "" {
+		if dup, ok := canon.RepeatedKey(data); ok {
 			t.Fatalf("accepted a plan file whose top level repeats %q: %s", dup, data)
 		}
 		var top map[string]json.RawMessage
