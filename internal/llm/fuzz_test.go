@@ -257,6 +257,8 @@ func FuzzResponsesReply(f *testing.F) {
 		{0, `{"id":"resp_1","object":"response","status":"completed","model":"m","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"I cannot help."}]}],"usage":{"input_tokens":1,"output_tokens":1,"total_tokens":2}}`, ""},
 		{0, `{"id":"","object":"response","status":"queued"}`, ""},
 		{0, `{"status":"weird"}`, ""},
+		{0, `null`, ""},
+		{0, queued, `null`},
 		{6, `{"error":{"message":"Unsupported parameter: 'temperature'","type":"invalid_request_error","param":"temperature","code":"unsupported_parameter"}}`, ""},
 		{13, `{"error":{"message":"server error","type":"server_error"}}`, ""},
 	} {
@@ -500,6 +502,7 @@ func TestMalformedRepliesAreRefused(t *testing.T) {
 		{`{"model":"m","choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":"12"}}`, "usage.prompt_tokens is a JSON string, not an integer"},
 		{`{"model":"m","choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-5}}`, "usage.prompt_tokens is negative (-5)"},
 		{`{"model":{},"choices":[{"message":{"content":"x"}}]}`, "model is a JSON object, not a string"},
+		{`null`, "it is null"}, // once a nil dereference (FuzzChatReply)
 	} {
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")

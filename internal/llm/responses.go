@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -240,6 +241,9 @@ func toResponse(r *responses.Response, degraded []string) Response {
 func checkResponse(r *responses.Response, err error) error {
 	if err != nil {
 		return err
+	}
+	if r == nil { // the body was JSON null
+		return errors.New("the server's reply is malformed: it is null")
 	}
 	var shape responsesShape
 	if err := shape.check(r.RawJSON()); err != nil {
