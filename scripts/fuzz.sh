@@ -8,13 +8,17 @@
 #   scripts/fuzz.sh ./internal/llm  # only these packages
 #
 # Environment: FUZZTIME (default 10s), FUZZ_PARALLEL (fuzzing workers per
-# target; default: go's, GOMAXPROCS). A failing input is written by go to
+# target; default: go's, GOMAXPROCS), FUZZMINIMIZETIME (default 5s: go
+# minimizes every input that finds new coverage for up to this long, which
+# on slow targets such as the HTTP ones would eat a short run; a failing
+# input is kept whole if time runs out). A failing input is written by go to
 # <package>/testdata/fuzz/<Target>/ — commit it with the fix, as a regression.
 # Exit status: 0 when every target held, 1 when any failed (all are run).
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-10s}
+minimize=${FUZZMINIMIZETIME:-5s}
 parallel=()
 if [[ -n ${FUZZ_PARALLEL:-} ]]; then
 	parallel=(-parallel "$FUZZ_PARALLEL")
@@ -49,7 +53,7 @@ for pkg in "${pkgs[@]}"; do
 	for target in $(grep '^Fuzz' <<<"$list"); do
 		count=$((count + 1))
 		echo "=== $pkg $target ($fuzztime)"
-		if ! go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "${parallel[@]}"; then
+		if ! go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${parallel[@]}"; then
 			failed+=("$pkg $target")
 		fi
 	done
