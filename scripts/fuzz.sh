@@ -11,7 +11,7 @@
 # target; default: go's, GOMAXPROCS), FUZZMINIMIZETIME (default 5s: go
 # minimizes every input that finds new coverage for up to this long, which
 # on slow targets such as the HTTP ones would eat a short run; a failing
-# input is kept whole if time runs out). A failing input is written by go to
+# input is still written, minimized as far as time allowed). A failing input is written by go to
 # <package>/testdata/fuzz/<Target>/ — commit it with the fix, as a regression.
 # Exit status: 0 when every target held, 1 when any failed (all are run).
 set -uo pipefail
