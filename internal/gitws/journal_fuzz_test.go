@@ -3,6 +3,7 @@ package gitws
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,27 +18,31 @@ type fuzzJournal struct {
 	Baseline Baseline `json:"baseline"`
 }
 
+// fixedBaseline is a journal's baseline as Snapshot records one: ignored
+// files with backups, modes, git metadata.
+const fixedBaseline = `{"commit":"5b91faf394d01746b28fcff2ea4600ae8f8e1eca","ignored":[".env","venv/bin/python"],"empty_dirs":null,` +
+	`"modes":{".env":420,".gitignore":420,"src":493,"src/app.py":420,"venv":493,"venv/bin":493,"venv/bin/python":420},` +
+	`"state":{"head_ref":"refs/heads/main","refs":["refs/heads/main"],"meta_spots":[{"path":"/r/.git/config","walk":false},{"path":"/r/.git/hooks","walk":true}],` +
+	`"meta":[{"path":"/r/.git/config","mode":420,"size":18,"mtime":"2026-11-25T17:53:22.758762583Z","data":"W2NvcmVdCgliYXJlID0gZmFsc2UK","backed":true},` +
+	`{"path":"/r/.git/hooks","mode":2147484141,"size":4096,"mtime":"2026-11-25T17:53:22.751934119Z","backed":false}],` +
+	`"ignored":[{"path":".env","mode":420,"size":9,"mtime":"2026-11-25T17:53:22.822316665Z","data":"U0VDUkVUPTEK","backed":true},` +
+	`{"path":"venv/bin/python","mode":420,"size":10,"mtime":"2026-11-25T17:53:22.825169815Z","data":"IyEvYmluL3NoCg==","backed":true}],` +
+	`"dir_modes":{"venv":493,"venv/bin":493}}}`
+
 // FuzzJournal feeds ReadJournal (what `factory recover` restores from after
 // a crash) damaged journals: cut short, bytes flipped, lines dropped. It
 // must refuse each one with an error naming the journal and accept only a
 // journal exactly as WriteJournal wrote it: with a damaged path in the list
 // of ignored files, the restore would delete that file.
 func FuzzJournal(f *testing.F) {
+	// The baseline is fixed, not a Snapshot: the fuzzing workers are
+	// separate processes, and each must write the very same journals.
 	isolateGit(f)
-	root := f.TempDir()
-	git(f, root, "init", "-q", "-b", "main")
-	writeFile(f, root, ".gitignore", ".env\n/venv/\n")
-	writeFile(f, root, "src/app.py", "print('hi')\n")
-	git(f, root, "add", ".")
-	git(f, root, "commit", "-q", "-m", "base")
-	writeFile(f, root, ".env", "SECRET=1\n")
-	writeFile(f, root, "venv/bin/python", "#!/bin/sh\n")
-	ctx := context.Background()
-	repo, err := Open(ctx, root)
-	if err != nil {
+	var b Baseline
+	if err := json.Unmarshal([]byte(fixedBaseline), &b); err != nil {
 		f.Fatal(err)
 	}
-	b, err := repo.Snapshot(ctx)
+	repo, err := Init(context.Background(), f.TempDir())
 	if err != nil {
 		f.Fatal(err)
 	}
