@@ -11,10 +11,12 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// problemLine is the shape of every ParseConfig problem: a key path (or a
-// line number, or the TOML decoder's own "toml: …" text), a colon, a
-// message.
-var problemLine = regexp.MustCompile(`^(line \d+|toml|[A-Za-z0-9_."\-]+): \S`)
+// problemLine is the shape of every ParseConfig problem: a key path whose
+// parts are bare or quoted TOML keys (or a line number, or the TOML
+// decoder's own "toml: …" text), a colon, a message.
+var problemLine = regexp.MustCompile(`^(line \d+|toml|` + keyPart + `(\.` + keyPart + `)*): \S`)
+
+const keyPart = `([A-Za-z0-9_\-]+|"([^"\\]|\\.)*")`
 
 // FuzzConfig feeds ParseConfig (.runner/config.toml, hand-edited) arbitrary
 // files. Problems are "key: message", sorted and deterministic; a config
