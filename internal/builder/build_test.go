@@ -42,7 +42,7 @@ func TestDelta(t *testing.T) {
 }
 
 // git runs git for test setup with a pinned identity and no user config.
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir

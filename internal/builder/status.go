@@ -93,8 +93,11 @@ func ReadStatus(ctx context.Context, repoDir string) (*Status, error) {
 			st.Complete = false
 			if last.Failed == wo.ID {
 				for _, l := range last.WorkOrders {
-					if l.ID == wo.ID {
+					// Only a failure's details: whether an order passed is
+					// the commits' to say, not a summary file's.
+					if l.ID == wo.ID && l.Outcome == OutcomeFailed {
 						line = l
+						line.Title, line.Commit = wo.Title, ""
 					}
 				}
 			}

@@ -37,3 +37,31 @@ func SHA256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// RepeatedKey returns a key that the JSON object raw holds twice at its top
+// level (it does not look into the values); ok is false when there is none,
+// also when raw is not an object. encoding/json keeps the last of two equal
+// keys silently; a reader of a file that must mean one thing refuses them.
+func RepeatedKey(raw []byte) (key string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ = t.(string)
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return "", false
+		}
+	}
+	return "", false
+}

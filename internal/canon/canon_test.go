@@ -156,3 +156,24 @@ func TestSHA256Hex(t *testing.T) {
 		})
 	}
 }
+
+func TestRepeatedKey(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"a":1,"b":2}`:        "-",
+		`{"a":1,"b":2,"a":3}`:  "a",
+		`{"a":{"x":1,"x":2}}`:  "-", // values are not looked into
+		`{"":1,"":2}`:          "",
+		`[1,1]`:                "-",
+		`{"a":`:                "-",
+		` {"p":{}, "p":null} `: "p",
+		`{"\u0061":1,"a":2}`:   "a",
+	} {
+		key, ok := RepeatedKey([]byte(raw))
+		if !ok {
+			key = "-"
+		}
+		if key != want {
+			t.Errorf("RepeatedKey(%s) = %q, %v; want %q", raw, key, ok, want)
+		}
+	}
+}

@@ -158,8 +158,10 @@ type Commit struct {
 // first parents (the build's or the loop's own line of history), newest
 // first.
 func (r *Repo) Log(ctx context.Context, tip string, n int) ([]Commit, error) {
-	const sep, end = "\x1f", "\x1e"
-	args := []string{"log", "--first-parent", "--format=%H" + sep + "%P" + sep + "%s" + sep + "%(trailers:only,unfold)" + end}
+	// Fields end in NUL, the one byte a commit message cannot hold (a
+	// subject comes from a work order title, which may hold any other
+	// control character); git ends each entry with a newline.
+	args := []string{"log", "--first-parent", "--format=%H%x00%P%x00%s%x00%(trailers:only,unfold)%x00"}
 	if n > 0 {
 		args = append(args, fmt.Sprintf("--max-count=%d", n))
 	}
@@ -167,19 +169,19 @@ func (r *Repo) Log(ctx context.Context, tip string, n int) ([]Commit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("git log %s in %s: %w", tip, r.Root, err)
 	}
+	fields := strings.Split(string(out), "\x00")
+	if rest := fields[len(fields)-1]; strings.Trim(rest, "\n") != "" || (len(fields)-1)%4 != 0 {
+		return nil, fmt.Errorf("git log in %s: unexpected output %q", r.Root, clipText(string(out)))
+	}
 	var commits []Commit
-	for _, rec := range strings.Split(string(out), end) {
-		rec = strings.TrimLeft(rec, "\n")
-		if rec == "" {
-			continue
+	for i := 0; i+4 < len(fields); i += 4 {
+		hash := strings.TrimLeft(fields[i], "\n")
+		if !isHexHash(hash) {
+			return nil, fmt.Errorf("git log in %s: unexpected commit hash %q", r.Root, clipText(hash))
 		}
-		f := strings.SplitN(rec, sep, 4)
-		if len(f) != 4 {
-			return nil, fmt.Errorf("git log in %s: unexpected record %q", r.Root, rec)
-		}
-		c := Commit{Hash: f[0], Subject: f[2], Trailers: map[string]string{}}
-		c.Parent, _, _ = strings.Cut(f[1], " ")
-		for _, line := range strings.Split(f[3], "\n") {
+		c := Commit{Hash: hash, Subject: fields[i+2], Trailers: map[string]string{}}
+		c.Parent, _, _ = strings.Cut(fields[i+1], " ")
+		for _, line := range strings.Split(fields[i+3], "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok {
 				c.Trailers[strings.TrimSpace(k)] = strings.TrimSpace(v)
 			}
@@ -187,6 +189,14 @@ func (r *Repo) Log(ctx context.Context, tip string, n int) ([]Commit, error) {
 		commits = append(commits, c)
 	}
 	return commits, nil
+}
+
+// clipText shortens s for an error message.
+func clipText(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }
 
 // FilesAt lists the files of commit rev, slash-separated and sorted, as

@@ -16,7 +16,7 @@ import (
 
 // isolateGit makes git ignore the machine's configuration and pins identity
 // and dates, so repositories and hashes are reproducible.
-func isolateGit(t *testing.T) {
+func isolateGit(t testing.TB) {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -39,7 +39,7 @@ func isolateGit(t *testing.T) {
 }
 
 // git runs git in dir for test setup and returns trimmed stdout.
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -54,7 +54,7 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func writeFile(t *testing.T, root, rel, content string) {
+func writeFile(t testing.TB, root, rel, content string) {
 	t.Helper()
 	p := filepath.Join(root, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

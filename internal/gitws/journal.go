@@ -1,6 +1,9 @@
 package gitws
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +26,13 @@ const (
 	commandFile = "command.json"
 )
 
+// journalSumPrefix starts the journal's last line, the SHA-256 of the JSON
+// before it: a journal cut short or damaged on disk is refused instead of
+// restored from. (With one path in its list of ignored files changed, a
+// restore takes that file for one the attempt created and deletes it; only
+// a backup in the snapshot, kept for small files, brings it back.)
+const journalSumPrefix = "sha256 "
+
 func (r *Repo) factoryPath(name string) string {
 	return filepath.Join(r.GitDir, FactoryDirName, name)
 }
@@ -44,30 +54,48 @@ func (r *Repo) HasJournal() (bool, error) {
 }
 
 // WriteJournal replaces the journal with v, atomically and durably.
-func (r *Repo) WriteJournal(v any) error {
-	if err := os.MkdirAll(filepath.Dir(r.JournalPath()), 0o755); err != nil {
+func (r *Repo) WriteJournal(v any) error { return WriteJournalFile(r.JournalPath(), v) }
+
+// ReadJournal decodes the journal into v.
+func (r *Repo) ReadJournal(v any) error { return ReadJournalFile(r.JournalPath(), v) }
+
+// WriteJournalFile replaces the journal at p with v, atomically and
+// durably: compact JSON (it holds the mode of every file, and nobody reads
+// it but ReadJournalFile), then its checksum line. `factory loop` keeps its
+// step journal in the same form.
+func WriteJournalFile(p string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
-	// Compact, not indented like the artifacts: it holds the mode of every
-	// file, and nobody reads it but ReadJournal.
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("write journal: %w", err)
+		return fmt.Errorf("write journal %s: %w", p, err)
 	}
-	if err := artifact.WriteFileAtomic(r.JournalPath(), append(data, '\n'), 0o644); err != nil {
+	sum := sha256.Sum256(data)
+	data = fmt.Appendf(data, "\n%s%s\n", journalSumPrefix, hex.EncodeToString(sum[:]))
+	if err := artifact.WriteFileAtomic(p, data, 0o644); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	return nil
 }
 
-// ReadJournal decodes the journal into v.
-func (r *Repo) ReadJournal(v any) error {
-	data, err := os.ReadFile(r.JournalPath())
+// ReadJournalFile decodes the journal WriteJournalFile wrote at p into v,
+// and refuses one cut short or damaged.
+func ReadJournalFile(p string, v any) error {
+	data, err := os.ReadFile(p)
 	if err != nil {
 		return fmt.Errorf("read journal: %w", err)
 	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("read journal %s: %w", r.JournalPath(), err)
+	body, sumLine, ok := bytes.Cut(data, []byte("\n"+journalSumPrefix))
+	if !ok || !bytes.HasSuffix(sumLine, []byte("\n")) {
+		return fmt.Errorf("journal %s is cut short or damaged: it does not end with its checksum line", p)
+	}
+	sum := sha256.Sum256(body)
+	if string(sumLine) != hex.EncodeToString(sum[:])+"\n" {
+		return fmt.Errorf("journal %s is damaged: its content does not match its checksum", p)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("read journal %s: %w", p, err)
 	}
 	return nil
 }
@@ -105,7 +133,8 @@ func (r *Repo) ClearCommand() error {
 // RecordedCommand returns the command recorded as running, if any.
 func (r *Repo) RecordedCommand() (RunningCommand, bool, error) {
 	var c RunningCommand
-	data, err := os.ReadFile(r.factoryPath(commandFile))
+	p := r.factoryPath(commandFile)
+	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, false, nil
 	}
@@ -113,7 +142,7 @@ func (r *Repo) RecordedCommand() (RunningCommand, bool, error) {
 		err = json.Unmarshal(data, &c)
 	}
 	if err != nil {
-		return c, false, fmt.Errorf("read running command: %w", err)
+		return RunningCommand{}, false, fmt.Errorf("read running command %s: %w", p, err)
 	}
 	return c, true, nil
 }

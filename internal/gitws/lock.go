@@ -69,7 +69,10 @@ func (r *Repo) Lock() (*Lock, error) {
 			if errors.Is(err, syscall.EWOULDBLOCK) {
 				data := make([]byte, 32)
 				n, _ := f.ReadAt(data, 0)
-				pid, _ := strconv.Atoi(strings.TrimSpace(string(data[:n])))
+				pid, err := strconv.Atoi(strings.TrimSpace(string(data[:n])))
+				if err != nil || pid <= 0 {
+					pid = 0 // Atoi gives the largest int for a number out of range
+				}
 				return nil, &LockedError{Path: p, PID: pid}
 			}
 			return nil, fmt.Errorf("lock repository %s: %w", p, err)

@@ -137,6 +137,10 @@ func (c *Anthropic) stream(ctx context.Context, params anthropic.MessageNewParam
 	s := c.client.Messages.NewStreaming(ctx, params)
 	defer s.Close()
 	for s.Next() {
+		var shape anthropicEventShape
+		if err := shape.check(s.Current().RawJSON()); err != nil {
+			return fmt.Errorf("decode stream: malformed %q event: %w", s.Current().Type, err)
+		}
 		if err := msg.Accumulate(s.Current()); err != nil {
 			return fmt.Errorf("decode stream: %w", err)
 		}

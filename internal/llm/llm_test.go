@@ -159,6 +159,8 @@ func TestLoadReplayerRejectsBadTranscripts(t *testing.T) {
 		"not json":        "{nope\n",
 		"unknown field":   `{"seq":1,"request_sha256":"x","request":{},"response":{"content":""},"extra":1}` + "\n",
 		"neither outcome": `{"seq":1,"request_sha256":"x","request":{}}` + "\n",
+		"hash mismatch":   `{"seq":1,"request_sha256":"x","request":{},"response":{"content":""}}` + "\n",
+		"both outcomes":   `{"seq":1,"request_sha256":"x","request":{},"response":{"content":""},"error":"e"}` + "\n",
 	}
 	for name, content := range tests {
 		t.Run(name, func(t *testing.T) {

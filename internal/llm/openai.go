@@ -196,6 +196,13 @@ func chatParams(req Request, useSchema, useTemperature bool) (openai.ChatComplet
 }
 
 func chatResponse(cc *openai.ChatCompletion, model string, degraded []string) (Response, error) {
+	if cc == nil { // the body was JSON null
+		return Response{}, fmt.Errorf("chat completion with model %s: the server's reply is malformed: it is null", model)
+	}
+	var shape chatShape
+	if err := shape.check(cc.RawJSON()); err != nil {
+		return Response{}, fmt.Errorf("chat completion with model %s: the server's reply is malformed: %w", model, err)
+	}
 	if len(cc.Choices) == 0 {
 		return Response{}, fmt.Errorf("chat completion with model %s: the server returned no choices", model)
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/factory-harness/factory/internal/canon"
 )
 
 // Price is what a model costs, in USD per million tokens.
@@ -156,6 +158,9 @@ func parsePrices(data []byte) (map[string]Price, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("trailing data after the JSON object")
 	}
+	if key, ok := canon.RepeatedKey(data); ok {
+		return nil, fmt.Errorf("%q appears twice", key)
+	}
 	if top.Prices == nil || string(top.Prices) == "null" {
 		return nil, errors.New(`missing "prices": want {"prices": {"MODEL": {"input_per_mtok": N, "output_per_mtok": N}}}`)
 	}
@@ -177,11 +182,20 @@ func parsePrices(data []byte) (map[string]Price, error) {
 		if _, dup := out[model]; dup {
 			return nil, fmt.Errorf("model %q is listed twice", model)
 		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("model %q: %w", model, err)
+		}
+		if key, ok := canon.RepeatedKey(raw); ok {
+			return nil, fmt.Errorf("model %q: %s appears twice", model, key)
+		}
 		var e struct {
 			In  *float64 `json:"input_per_mtok"`
 			Out *float64 `json:"output_per_mtok"`
 		}
-		if err := dec.Decode(&e); err != nil {
+		entry := json.NewDecoder(bytes.NewReader(raw))
+		entry.DisallowUnknownFields()
+		if err := entry.Decode(&e); err != nil {
 			return nil, fmt.Errorf("model %q: %w", model, err)
 		}
 		for _, f := range []struct {
@@ -191,11 +205,16 @@ func parsePrices(data []byte) (map[string]Price, error) {
 			switch {
 			case f.v == nil:
 				return nil, fmt.Errorf("model %q: missing %s", model, f.name)
-			case *f.v < 0:
-				return nil, fmt.Errorf("model %q: %s is %v; want a price ≥ 0 in USD per million tokens", model, f.name, *f.v)
+			case *f.v < 0 || *f.v > maxPricePerMTok:
+				return nil, fmt.Errorf("model %q: %s is %v; want a price from 0 to %v in USD per million tokens", model, f.name, *f.v, maxPricePerMTok)
 			}
 		}
 		out[model] = Price{InputPerMTok: *e.In, OutputPerMTok: *e.Out}
 	}
 	return out, nil
 }
+
+// maxPricePerMTok bounds a price read from a file: the dearest models cost
+// hundreds of USD per million tokens, and a bound keeps every cost finite
+// (1e308 per million tokens made the cost of a large run +Inf).
+const maxPricePerMTok = 1e6

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -235,6 +236,22 @@ func toResponse(r *responses.Response, degraded []string) Response {
 	}
 }
 
+// checkResponse refuses a response object whose fields have the wrong
+// types (see shape.go); err is the SDK call's.
+func checkResponse(r *responses.Response, err error) error {
+	if err != nil {
+		return err
+	}
+	if r == nil { // the body was JSON null
+		return errors.New("the server's reply is malformed: it is null")
+	}
+	var shape responsesShape
+	if err := shape.check(r.RawJSON()); err != nil {
+		return fmt.Errorf("the server's reply is malformed: %w", err)
+	}
+	return nil
+}
+
 func terminal(s responses.ResponseStatus) bool {
 	switch s {
 	case responses.ResponseStatusQueued, responses.ResponseStatusInProgress:
@@ -254,7 +271,7 @@ func (c *OpenAIResponses) run(ctx context.Context, model string, params response
 	err := c.retry.do(wctx, "submit", model, nil, func(ctx context.Context) error {
 		var err error
 		r, err = c.client.Responses.New(ctx, params)
-		return err
+		return checkResponse(r, err)
 	})
 	_, provider := AsProviderError(err)
 	switch {
@@ -280,7 +297,7 @@ func (c *OpenAIResponses) run(ctx context.Context, model string, params response
 			err = c.retry.do(wctx, "poll "+id, model, nil, func(ctx context.Context) error {
 				var err error
 				got, err = c.client.Responses.Get(ctx, id, responses.ResponseGetParams{})
-				return err
+				return checkResponse(got, err)
 			})
 			if err == nil {
 				r = got

@@ -140,6 +140,17 @@ func LoadReplayer(path string) (*Replayer, error) {
 		if ex.Response == nil && ex.Error == "" {
 			return nil, fmt.Errorf("transcript %s line %d: exchange has neither a response nor an error", path, n)
 		}
+		if ex.Response != nil && (ex.Error != "" || ex.ProviderError != nil) {
+			return nil, fmt.Errorf("transcript %s line %d: exchange has both a response and an error", path, n)
+		}
+		if ex.ProviderError != nil && ex.Error == "" {
+			return nil, fmt.Errorf("transcript %s line %d: exchange has a provider_error but no error text", path, n)
+		}
+		// A request that does not hash to request_sha256 was edited or
+		// damaged: replaying it would report a mismatch with no difference.
+		if got := ex.Request.Hash(); got != ex.RequestSHA256 {
+			return nil, fmt.Errorf("transcript %s line %d: request_sha256 is %s, but the recorded request hashes to %s (the line was edited or damaged)", path, n, clipHash(ex.RequestSHA256), got)
+		}
 		r.exchanges = append(r.exchanges, ex)
 	}
 	if err := sc.Err(); err != nil {
@@ -149,6 +160,14 @@ func LoadReplayer(path string) (*Replayer, error) {
 		return nil, fmt.Errorf("transcript %s holds no exchanges", path)
 	}
 	return r, nil
+}
+
+// clipHash quotes a recorded hash, shortened if it is not one.
+func clipHash(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 // Complete implements Model.

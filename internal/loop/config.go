@@ -83,16 +83,19 @@ func DefaultConfig() Config {
 }
 
 // ParseConfig decodes config.toml strictly over the defaults and returns
-// every problem found, each as "key: message", sorted.
+// every problem found, each as "key: message", sorted. When the TOML does
+// not decode, the Config returned is DefaultConfig: the decoder stops
+// part-way through tables it visits in no fixed order, so what it had
+// filled in would differ from run to run.
 func ParseConfig(data []byte) (Config, []string) {
 	c := DefaultConfig()
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return c, []string{fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)}
+			return DefaultConfig(), []string{fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)}
 		}
-		return c, []string{err.Error()}
+		return DefaultConfig(), []string{err.Error()}
 	}
 	var ps []string
 	for _, k := range md.Undecoded() {

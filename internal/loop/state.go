@@ -83,16 +83,12 @@ const (
 func journalPath(r *gitws.Repo) string { return r.FactoryFile(journalName) }
 
 func readJournal(r *gitws.Repo) (*journal, error) {
-	data, err := os.ReadFile(journalPath(r))
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(journalPath(r)); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read the step journal: %w", err)
-	}
 	var j journal
-	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("read the step journal %s: %w", journalPath(r), err)
+	if err := gitws.ReadJournalFile(journalPath(r), &j); err != nil {
+		return nil, fmt.Errorf("read the step journal: %w", err)
 	}
 	if j.Version != journalVersion {
 		return nil, fmt.Errorf("step journal %s has version %d; this factory reads version %d", journalPath(r), j.Version, journalVersion)
@@ -100,11 +96,10 @@ func readJournal(r *gitws.Repo) (*journal, error) {
 	return &j, nil
 }
 
+// writeJournal writes the step journal with a checksum (see
+// gitws.WriteJournalFile), so that recovery refuses a damaged one.
 func writeJournal(r *gitws.Repo, j *journal) error {
-	if err := os.MkdirAll(r.FactoryFile(""), 0o755); err != nil {
-		return fmt.Errorf("write the step journal: %w", err)
-	}
-	if err := artifact.WriteJSON(journalPath(r), j); err != nil {
+	if err := gitws.WriteJournalFile(journalPath(r), j); err != nil {
 		return fmt.Errorf("write the step journal: %w", err)
 	}
 	return nil

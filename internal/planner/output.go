@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -146,6 +147,9 @@ func LoadPlan(path string) (raw []byte, lone bool, err error) {
 			if err := json.Unmarshal(data, &top); err != nil {
 				return nil, false, fmt.Errorf("%s: not a JSON object: %w", name, err)
 			}
+			if dup, ok := canon.RepeatedKey(data); ok {
+				return nil, false, fmt.Errorf("%s: key %q appears twice", name, dup)
+			}
 			contract = top["verify_contract"]
 			continue
 		}
@@ -174,8 +178,10 @@ func LoadPlan(path string) (raw []byte, lone bool, err error) {
 // provenance, a plain manifest as is, or a lone work order wrapped.
 func planBytes(data []byte) ([]byte, bool, error) {
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		return data, false, nil // Validate reports it as E000
+	if _, repeated := canon.RepeatedKey(data); repeated || json.Unmarshal(data, &top) != nil {
+		// Validate reports it as E000; re-encoding top would keep the
+		// last of two equal keys and hide the duplicate.
+		return data, false, nil
 	}
 	if _, ok := top["work_orders"]; ok {
 		if _, ok := top["compile"]; !ok {

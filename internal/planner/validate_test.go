@@ -495,6 +495,10 @@ func TestValidateManifestNilOnParseErrors(t *testing.T) {
 		"E000 contract":    plan(t, map[string]any{"command": "c"}, wo(1)),
 		"E004":             plan(t, nil, wo(1), wo(2, set("allowed_files", strs("*.py")))),
 		"E005":             plan(t, nil, wo(1, del("title")), wo(2)),
+		// An id that is no work order id is E001, not E005, yet the order
+		// is not one ParseManifest (or `factory run`) accepts.
+		"E001 empty id":     plan(t, nil, wo(1, set("id", ""))),
+		"E001 id not WO-NN": plan(t, nil, wo(1), wo(2, set("id", "WO-2"))),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if res := Validate(context.Background(), raw, Env{Python: &fakePython{}}); res.Manifest != nil {
@@ -506,6 +510,16 @@ func TestValidateManifestNilOnParseErrors(t *testing.T) {
 	res := Validate(context.Background(), plan(t, nil, wo(2), wo(1, cmds("a | b"))), Env{Python: &fakePython{}})
 	if res.Manifest == nil || len(res.Errors()) == 0 {
 		t.Fatalf("manifest %v, errors %+v", res.Manifest, res.Errors())
+	}
+	// An empty id is reported once, as E001, and the order still takes
+	// part in the chain checks (E104 here).
+	res = Validate(context.Background(), plan(t, nil, wo(1, set("id", ""), set("postconditions", conds(exists("f01.py"), exists("other.py"))))), Env{Python: &fakePython{}})
+	var codes []string
+	for _, is := range res.Issues {
+		codes = append(codes, is.Code+" "+is.WOID+" "+is.Field)
+	}
+	if want := []string{"E001 work_orders[0] id", "E103 work_orders[0] postconditions[1].path"}; !slices.Equal(codes, want) {
+		t.Errorf("issues = %q, want %q", codes, want)
 	}
 }
 
@@ -812,10 +826,9 @@ func FuzzValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		res := Validate(context.Background(), raw, Env{RepoFiles: []string{"calc.py", "src/a.py", "../odd", ""}, Python: &fakePython{}})
 		again := Validate(context.Background(), raw, Env{RepoFiles: []string{"calc.py", "src/a.py", "../odd", ""}, Python: &fakePython{}})
-		if !reflect.DeepEqual(res.Issues, again.Issues) {
+		if !reflect.DeepEqual(res.Issues, again.Issues) || !reflect.DeepEqual(res.Manifest, again.Manifest) {
 			t.Fatalf("not deterministic:\n%+v\n%+v", res.Issues, again.Issues)
 		}
-		blocking := false
 		for i, is := range res.Issues {
 			if !validCodes[is.Code] {
 				t.Fatalf("unknown code in %+v", is)
@@ -823,22 +836,37 @@ func FuzzValidate(f *testing.F) {
 			if is.Message == "" {
 				t.Fatalf("empty message in %+v", is)
 			}
-			if is.Code == "E000" || is.Code == "E004" || is.Code == "E005" {
-				blocking = true
+			if res.Manifest != nil && (is.Code == "E000" || is.Code == "E004" || is.Code == "E005") {
+				t.Fatalf("manifest returned despite %+v", is)
 			}
 			if i > 0 && res.Issues[i-1] == is {
 				t.Fatalf("duplicate issue %+v", is)
 			}
 		}
-		if (res.Manifest == nil) != blocking {
-			t.Fatalf("manifest %v with issues %+v", res.Manifest != nil, res.Issues)
+		// The validator and the strict decoder agree: the manifest exists
+		// exactly when ParseManifest accepts the plan, and is what it
+		// returns. (A plan over MaxPlanBytes is the validator's own limit.)
+		decoded, decodeErr := workorder.ParseManifest(raw)
+		switch {
+		case res.Manifest == nil && decodeErr == nil && len(raw) <= MaxPlanBytes:
+			t.Fatalf("ParseManifest accepts the plan, the validator returns no manifest: %+v", res.Issues)
+		case res.Manifest == nil && len(res.Errors()) == 0:
+			t.Fatalf("no manifest and no error: %+v", res.Issues)
+		case res.Manifest != nil && decodeErr != nil:
+			t.Fatalf("the validator returns a manifest, ParseManifest refuses the plan: %v", decodeErr)
+		case res.Manifest != nil && !reflect.DeepEqual(res.Manifest, decoded):
+			t.Fatalf("the validator's manifest differs from ParseManifest's:\n%s\n%s", mustJSON(t, res.Manifest), mustJSON(t, decoded))
 		}
 		if res.Manifest != nil {
 			if len(res.Manifest.WorkOrders) == 0 {
 				t.Fatal("manifest without work orders")
 			}
-			if _, err := workorder.ParseManifest(mustJSON(t, res.Manifest)); err != nil {
+			again, err := workorder.ParseManifest(mustJSON(t, res.Manifest))
+			if err != nil {
 				t.Fatalf("accepted manifest does not re-parse: %v", err)
+			}
+			if !reflect.DeepEqual(again, res.Manifest) {
+				t.Fatalf("manifest changes in a round trip:\n%s\n%s", mustJSON(t, res.Manifest), mustJSON(t, again))
 			}
 			ex := ComputeVerifyExempt(res.Manifest, nil)
 			if len(ex) != len(res.Manifest.WorkOrders) {

@@ -13,7 +13,7 @@ type CommandErrorKind int
 
 const (
 	// KindSyntax: the line is empty, does not parse (an unterminated quote, a trailing backslash) or
-	// cannot be an argv (a NUL byte, an empty program name).
+	// cannot be an argv (a NUL byte, a carriage return, an empty program name).
 	KindSyntax CommandErrorKind = iota + 1
 	// KindShellFeature: the line parses but uses something only a shell would interpret: operators,
 	// lists, redirections, expansions, globs, a leading ~, assignments, comments, subshells, blocks.
@@ -59,6 +59,11 @@ func ParseCommand(line string) ([]string, error) {
 	// The parser silently drops NUL bytes; refuse them instead, as no argv can carry one.
 	if strings.ContainsRune(line, 0) {
 		return nil, refuse(line, KindSyntax, "NUL bytes are not allowed (no program argument can contain one)")
+	}
+	// The parser reads CR LF as a newline even inside quotes, and drops a CR at the end of a word, so
+	// the argv would not hold the bytes written; a CR in a command line is a stray Windows line ending.
+	if strings.ContainsRune(line, '\r') {
+		return nil, refuse(line, KindSyntax, "carriage returns (\\r) are not allowed (a CR LF line ending would silently become a newline)")
 	}
 	parser := syntax.NewParser(syntax.Variant(syntax.LangPOSIX), syntax.KeepComments(true))
 	file, err := parser.Parse(strings.NewReader(line), "")

@@ -113,6 +113,8 @@ func TestParseCommandRefuses(t *testing.T) {
 		{"unclosed single quote", "echo 'a", "reached EOF without closing quote"},
 		{"unclosed double quote", `echo "a`, "reached EOF without closing quote"},
 		{"NUL byte", "echo a\x00b", "NUL bytes are not allowed"},
+		{"CR LF in quotes", "echo 'a\r\nb'", "carriage returns (\\r) are not allowed"},
+		{"trailing CR", "echo a\r", "carriage returns (\\r) are not allowed"},
 		{"invalid UTF-8", "echo \xff", "not a valid POSIX shell command line"},
 		{"empty program name", "'' a", "the program name is empty"},
 	}
@@ -188,6 +190,10 @@ func FuzzParseCommand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		argv, err := ParseCommand(line)
 		if err != nil {
+			var ce *CommandError
+			if !errors.As(err, &ce) || ce.Command != line || ce.Reason == "" || (ce.Kind != KindSyntax && ce.Kind != KindShellFeature) {
+				t.Fatalf("ParseCommand(%q) error %#v is not a *CommandError naming the line, a kind and a reason", line, err)
+			}
 			return
 		}
 		if len(argv) == 0 {

@@ -1,0 +1,170 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The SDKs decode leniently: a number where a string belongs becomes its
+// text ("content": 5 reads as "5"), a string where a number belongs is
+// parsed ("prompt_tokens": "12"), a value of the wrong kind becomes the
+// zero value. A reply that does not say what it seems to must fail rather
+// than be repaired, so each client decodes the parts of the raw reply it
+// uses once more with encoding/json, into the shapes below, whose types are
+// the API's.
+
+// replyUsage is the token counts of the three APIs, each where the API
+// has it.
+type replyUsage struct {
+	PromptTokens             *int64 `json:"prompt_tokens"`
+	CompletionTokens         *int64 `json:"completion_tokens"`
+	TotalTokens              *int64 `json:"total_tokens"`
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+// checkShape decodes raw into shape (a pointer to one of the shapes below)
+// and returns what is malformed about it, naming the field, or nil.
+func checkShape(raw string, shape any) error {
+	if err := json.Unmarshal([]byte(raw), shape); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if field == "" {
+				field = "the reply"
+			}
+			return fmt.Errorf("%s is a JSON %s, not %s", field, te.Value, jsonTypeName(te.Type.String()))
+		}
+		return err
+	}
+	return nil
+}
+
+// jsonTypeName names a Go type of a shape the way the API documents it.
+func jsonTypeName(goType string) string {
+	switch strings.TrimLeft(goType, "*") {
+	case "string":
+		return "a string"
+	case "int64":
+		return "an integer"
+	}
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "struct"), strings.HasPrefix(goType, "llm."):
+		return "an object"
+	}
+	return goType
+}
+
+// checkCounts refuses a negative token count, which would run a budget
+// backwards.
+func checkCounts(at string, u *replyUsage) error {
+	if u == nil {
+		return nil
+	}
+	for _, c := range []struct {
+		name string
+		n    *int64
+	}{
+		{"prompt_tokens", u.PromptTokens}, {"completion_tokens", u.CompletionTokens}, {"total_tokens", u.TotalTokens},
+		{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens},
+		{"cache_creation_input_tokens", u.CacheCreationInputTokens}, {"cache_read_input_tokens", u.CacheReadInputTokens},
+	} {
+		if c.n != nil && *c.n < 0 {
+			return fmt.Errorf("%s.%s is negative (%d)", at, c.name, *c.n)
+		}
+	}
+	return nil
+}
+
+// chatShape is the part of a chat completion that chatResponse reads.
+type chatShape struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *replyUsage `json:"usage"`
+}
+
+func (s *chatShape) check(raw string) error {
+	if err := checkShape(raw, s); err != nil {
+		return err
+	}
+	return checkCounts("usage", s.Usage)
+}
+
+// responsesShape is the part of a Responses API object that Complete and
+// toResponse read.
+type responsesShape struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Model  string `json:"model"`
+	Output []struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type    string `json:"type"`
+			Text    string `json:"text"`
+			Refusal string `json:"refusal"`
+		} `json:"content"`
+	} `json:"output"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Error *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Usage *replyUsage `json:"usage"`
+}
+
+func (s *responsesShape) check(raw string) error {
+	if err := checkShape(raw, s); err != nil {
+		return err
+	}
+	return checkCounts("usage", s.Usage)
+}
+
+// anthropicEventShape is the part of a Messages stream event that
+// Message.Accumulate and anthropicResponse read.
+type anthropicEventShape struct {
+	Type    string `json:"type"`
+	Index   *int64 `json:"index"`
+	Message *struct {
+		Model      string      `json:"model"`
+		StopReason *string     `json:"stop_reason"`
+		Usage      *replyUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock *struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+		Name string `json:"name"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string  `json:"type"`
+		Text        string  `json:"text"`
+		PartialJSON string  `json:"partial_json"`
+		StopReason  *string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *replyUsage `json:"usage"`
+}
+
+func (s *anthropicEventShape) check(raw string) error {
+	if err := checkShape(raw, s); err != nil {
+		return err
+	}
+	if s.Message != nil {
+		if err := checkCounts("message.usage", s.Message.Usage); err != nil {
+			return err
+		}
+	}
+	return checkCounts("usage", s.Usage)
+}
