@@ -1,20 +1,19 @@
 package builder
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 
-	"github.com/factory-harness/factory/internal/artifact"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 )
 
 // SpendRecord is what a build's model calls have spent, in every process
 // that worked on it. It lives in the git directory with the build's other
-// state and is rewritten before each call is sent and after it returns, so
+// state, checksummed like the journal, and is rewritten before each call
+// is sent and after it returns, so
 // a resumed build — after an interrupt, a crash or `factory recover` —
 // counts the earlier spending against --max-tokens and --max-cost-usd.
 type SpendRecord struct {
@@ -37,17 +36,24 @@ func spendFile(planHash string) string { return "spend-" + planHash + ".json" }
 func ReadSpend(repo *gitws.Repo, planHash string) (SpendRecord, error) {
 	rec := SpendRecord{PlanHash: planHash}
 	path := repo.FactoryFile(spendFile(planHash))
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return rec, nil
 	}
-	if err != nil {
-		return rec, fmt.Errorf("read the build's spending: %w", err)
+	err := gitws.ReadJournalFile(path, &rec)
+	if err == nil && rec.PlanHash != planHash {
+		err = fmt.Errorf("it names build %q", rec.PlanHash)
 	}
-	if err := json.Unmarshal(data, &rec); err != nil || rec.PlanHash != planHash {
-		return rec, fmt.Errorf("the build's spending record %s is damaged (%v); delete it and pass --reset-budget to count from zero", path, err)
+	if err == nil && (negative(rec.Counted) || negative(rec.Total) || negative(rec.InFlight)) {
+		err = errors.New("it holds a negative amount")
+	}
+	if err != nil {
+		return SpendRecord{PlanHash: planHash}, fmt.Errorf("the build's spending record %s is damaged (%v); pass --reset-budget to count from zero", path, err)
 	}
 	return rec, nil
+}
+
+func negative(t llm.Tally) bool {
+	return t.Calls < 0 || t.PromptTokens < 0 || t.CompletionTokens < 0 || t.TotalTokens < 0 || t.CostUSD < 0 || t.UnpricedCalls < 0
 }
 
 // trackSpend resumes the meter with the build's earlier spending (none
@@ -76,7 +82,7 @@ func (b *builder) trackSpend() error {
 		b.progress("build: earlier processes spent %s; counting it against the budget (--reset-budget to start again)", describeTally(rec.Counted))
 	}
 	path := b.repo.FactoryFile(spendFile(b.sum.PlanHash))
-	if err := artifact.WriteJSON(path, rec); err != nil {
+	if err := gitws.WriteJournalFile(path, rec); err != nil {
 		return fmt.Errorf("record the build's spending: %w", err)
 	}
 	m.Resume(rec.Counted)
@@ -84,7 +90,7 @@ func (b *builder) trackSpend() error {
 	m.Observe(func(spent, inFlight llm.Tally) error {
 		rec.Counted, rec.InFlight = spent, inFlight
 		rec.Total = baseTotal.Add(spent.Sub(baseCounted))
-		return artifact.WriteJSON(path, rec)
+		return gitws.WriteJournalFile(path, rec)
 	})
 	return nil
 }

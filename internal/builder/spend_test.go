@@ -3,11 +3,11 @@ package builder
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/factory-harness/factory/internal/artifact"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 )
@@ -32,7 +32,7 @@ func TestTrackSpend(t *testing.T) {
 	defer lock.Unlock()
 	left := SpendRecord{PlanHash: hash, Counted: llm.Tally{Calls: 2, TotalTokens: 500}, Total: llm.Tally{Calls: 2, TotalTokens: 500},
 		InFlight: llm.Tally{TotalTokens: 300}}
-	if err := artifact.WriteJSON(repo.FactoryFile(spendFile(hash)), left); err != nil {
+	if err := gitws.WriteJournalFile(repo.FactoryFile(spendFile(hash)), left); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -46,7 +46,7 @@ func TestTrackSpend(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := artifact.WriteJSON(repo.FactoryFile(spendFile(hash)), left); err != nil {
+			if err := gitws.WriteJournalFile(repo.FactoryFile(spendFile(hash)), left); err != nil {
 				t.Fatal(err)
 			}
 			m := llm.NewMeter(nil, nil, llm.Budget{})
@@ -68,12 +68,28 @@ func TestTrackSpend(t *testing.T) {
 		})
 	}
 	// A damaged record is refused, not silently taken as zero.
-	if err := os.WriteFile(repo.FactoryFile(spendFile(hash)), []byte(`{"plan_hash":`), 0o644); err != nil {
+	negative := left
+	negative.Counted.TotalTokens = -1_000_000
+	if err := gitws.WriteJournalFile(repo.FactoryFile(spendFile(hash)), negative); err != nil {
 		t.Fatal(err)
 	}
-	b := &builder{o: Options{Meter: llm.NewMeter(nil, nil, llm.Budget{})}, repo: repo, progress: func(string, ...any) {}}
-	b.sum.PlanHash = hash
-	if err := b.trackSpend(); err == nil {
-		t.Error("a damaged spend record was accepted")
+	for _, c := range []struct {
+		name   string
+		damage func() error
+	}{
+		{"negative", func() error { return nil }},
+		{"cut short", func() error {
+			return os.WriteFile(repo.FactoryFile(spendFile(hash)), []byte(`{"plan_hash":`), 0o644)
+		}},
+	} {
+		name, damage := c.name, c.damage
+		if err := damage(); err != nil {
+			t.Fatal(err)
+		}
+		b := &builder{o: Options{Meter: llm.NewMeter(nil, nil, llm.Budget{})}, repo: repo, progress: func(string, ...any) {}}
+		b.sum.PlanHash = hash
+		if err := b.trackSpend(); err == nil || !strings.Contains(err.Error(), "--reset-budget") {
+			t.Errorf("%s: a damaged spend record: %v", name, err)
+		}
 	}
 }
