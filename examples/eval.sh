@@ -17,21 +17,9 @@ example=$here/eval
 work=$(mktemp -d "${TMPDIR:-/tmp}/factory-eval-example.XXXXXX")
 out=$work/out
 
-factory=${FACTORY:-}
-if [ -z "$factory" ]; then
-  # A factory on PATH from before `factory eval` existed would fail.
-  if command -v factory >/dev/null 2>&1 && factory eval --help >/dev/null 2>&1; then
-    factory=factory
-  else
-    echo "building factory into $work/factory ..." >&2
-    (cd "$here/.." && go build -o "$work/factory" ./cmd/factory)
-    factory=$work/factory
-  fi
-fi
-
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
-export GIT_AUTHOR_NAME=Example GIT_AUTHOR_EMAIL=example@factory.invalid GIT_AUTHOR_DATE=2001-01-01T00:00:00Z
-export GIT_COMMITTER_NAME=Example GIT_COMMITTER_EMAIL=example@factory.invalid GIT_COMMITTER_DATE=2001-01-01T00:00:00Z
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+example_factory eval "$work"
 
 model=(--replay "$example/transcripts")
 if [ -n "${EXAMPLE_RECORD_BASE_URL:-}" ]; then

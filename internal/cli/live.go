@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,7 +97,7 @@ func (v *liveView) Update(u builder.Update) {
 		v.cur = nil
 		return
 	}
-	if v.cur == nil || v.cur.Node != u.Node || !equalArgv(v.cur.Command, u.Command) {
+	if v.cur == nil || v.cur.Node != u.Node || !slices.Equal(v.cur.Command, u.Command) {
 		v.since = now
 	}
 	v.cur = &u
@@ -205,10 +206,6 @@ func spendText(s builder.Spend) string {
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
-
-func equalArgv(a, b []string) bool {
-	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
-}
 
 // noteFilter passes on, whole, only the progress lines a user must see
 // even when the live view replaces the detailed ones: notes, warnings and
