@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/factory-harness/factory/internal/proc/sandbox/initbin"
 )
 
 // The probe must not depend on factory's own directory: run from a
@@ -25,5 +27,33 @@ func TestProbeFromADirectoryUnderTmp(t *testing.T) {
 			t.Fatalf("probe from %s: %v", dir, err)
 		}
 		t.Skipf("user namespaces unavailable here: %v", err)
+	}
+}
+
+// Where an init is embedded, confined commands start it from its memfd, not the whole binary; and
+// both inits confine the same way (the probe sets up the whole view).
+func TestEmbeddedInitIsUsed(t *testing.T) {
+	if len(initbin.Binary) == 0 {
+		t.Skip("no init is embedded for this platform")
+	}
+	path := initExe()
+	if !strings.HasPrefix(path, "/proc/self/fd/") {
+		t.Fatalf("initExe() = %q, want the embedded init's memfd", path)
+	}
+	exe, err := os.Readlink(path)
+	if err != nil || !strings.HasPrefix(exe, "/memfd:factory-sandbox-init") {
+		t.Fatalf("%s -> %q, %v; want the memfd", path, exe, err)
+	}
+	if !hooked.Load() {
+		t.Skip("this test binary has no sandbox.Init hook")
+	}
+	abi, _ := landlockABI()
+	if err := probe(abi); err != nil {
+		t.Skipf("user namespaces unavailable here: %v", err)
+	}
+	t.Cleanup(func() { initMu.Lock(); initPath = path; initMu.Unlock() })
+	useSelfExe()
+	if err := probe(abi); err != nil {
+		t.Fatalf("the embedded init confines but the binary itself does not: %v", err)
 	}
 }

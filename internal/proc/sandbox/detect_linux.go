@@ -34,8 +34,11 @@ func detect() Support {
 		return s
 	}
 	if err := probe(s.LandlockABI); err != nil {
-		s.UserNamespacesError = err.Error()
-		return s
+		// A kernel or security module may refuse to execute the embedded init from its memfd.
+		if !useSelfExe() || probe(s.LandlockABI) != nil {
+			s.UserNamespacesError = err.Error()
+			return s
+		}
 	}
 	s.UserNamespaces = true
 	return s

@@ -80,8 +80,7 @@ func wrapCmd(cmd *exec.Cmd, pl plan) error {
 		return fmt.Errorf("sandbox: cannot encode the plan: %w", err)
 	}
 	cmd.Args = append([]string{initproc.Arg0, string(data), cmd.Path}, cmd.Args...)
-	// The running binary, whatever has become of its path since it started.
-	cmd.Path = "/proc/self/exe"
+	cmd.Path = initExe()
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
