@@ -1,0 +1,97 @@
+package gitws
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// scanTree records, at or below rel, the empty directories (in empty) and
+// the permission bits of every file and directory (in modes), skipping .git
+// directories and symlinks' modes, and has watch (which may be nil) watch
+// each directory before reading it. Like git, it passes over directories it
+// may not read: Rollback cannot remove anything inside them either.
+//
+// It stats each entry relative to its directory's descriptor, with no
+// FileInfo: on a 10,000-file tree that is a third less CPU than a walk by
+// path (BenchmarkScanTree), and this walk runs before every attempt.
+func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, watch *modeWatch) error {
+	fd, err := unix.Open(filepath.Join(root, filepath.FromSlash(rel)), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return scanError(err)
+	}
+	return scanDir(fd, rel, empty, modes, watch)
+}
+
+// scanDir is scanTree for the directory open as fd, which it closes.
+func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, watch *modeWatch) error {
+	watch.addDir(rel)
+	dir := os.NewFile(uintptr(fd), rel)
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return scanError(err)
+	}
+	if len(names) == 0 && rel != "." {
+		*empty = append(*empty, rel)
+	}
+	prefix := rel + "/"
+	if rel == "." {
+		prefix = ""
+	}
+	var st unix.Stat_t
+	for _, name := range names {
+		if name == ".git" {
+			continue
+		}
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue // gone meanwhile
+		}
+		p := prefix + name
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+		case unix.S_IFDIR:
+			modes[p] = unixPerm(st.Mode)
+			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+			if err != nil {
+				if err := scanError(err); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := scanDir(sub, p, empty, modes, watch); err != nil {
+				return err
+			}
+		default:
+			modes[p] = unixPerm(st.Mode)
+		}
+	}
+	return nil
+}
+
+// scanError is nil for a directory the walk may not read, else the error.
+func scanError(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	return fmt.Errorf("scan the work tree: %w", err)
+}
+
+// unixPerm is permBits for a stat mode.
+func unixPerm(mode uint32) fs.FileMode {
+	perm := fs.FileMode(mode & 0o777)
+	if mode&unix.S_ISUID != 0 {
+		perm |= fs.ModeSetuid
+	}
+	if mode&unix.S_ISGID != 0 {
+		perm |= fs.ModeSetgid
+	}
+	if mode&unix.S_ISVTX != 0 {
+		perm |= fs.ModeSticky
+	}
+	return perm
+}

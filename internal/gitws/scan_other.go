@@ -1,0 +1,52 @@
+//go:build !linux
+
+package gitws
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+)
+
+// scanTree records, at or below rel, the empty directories (in empty) and
+// the permission bits of every file and directory (in modes), skipping .git
+// directories and symlinks' modes, and has watch (which may be nil) watch
+// each directory before reading it. Like git, it passes over directories it
+// may not read: Rollback cannot remove anything inside them either.
+func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, watch *modeWatch) error {
+	watch.addDir(rel)
+	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("scan the work tree: %w", err)
+	}
+	if len(entries) == 0 && rel != "." {
+		*empty = append(*empty, rel)
+	}
+	for _, e := range entries {
+		p := path.Join(rel, e.Name())
+		switch {
+		case e.Name() == ".git" || e.Type()&fs.ModeSymlink != 0:
+			continue
+		case e.IsDir():
+			info, err := e.Info()
+			if err != nil {
+				continue // gone meanwhile
+			}
+			modes[p] = permBits(info.Mode())
+			if err := scanTree(root, p, empty, modes, watch); err != nil {
+				return err
+			}
+		default:
+			if info, err := e.Info(); err == nil {
+				modes[p] = permBits(info.Mode())
+			}
+		}
+	}
+	return nil
+}
