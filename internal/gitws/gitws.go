@@ -338,7 +338,8 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 	}
 	ignored := splitNUL(out)
 	slices.Sort(ignored)
-	st := &baselineState{}
+	// Stamped before they are read: a change in between makes Rollback ask git.
+	st := &baselineState{indexStamp: r.indexStamp(), refsStamp: r.refsStamp()}
 	if st.refs, st.headRef, err = r.listRefs(ctx); err != nil {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
@@ -442,9 +443,13 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	// (git add -f .env) would be lost. Resetting the index first turns such
 	// files back into untracked ones that the pass below keeps.
 	// Checking first is cheap; the index reset re-stats every tracked file.
-	staged, err := r.indexDiffers(ctx, b.Commit)
-	if err != nil {
-		return fail(err)
+	// An index as it was at the snapshot, when Preflight found it clean,
+	// stages nothing.
+	staged := false
+	if st == nil || st.indexStamp == "" || r.indexStamp() != st.indexStamp {
+		if staged, err = r.indexDiffers(ctx, b.Commit); err != nil {
+			return fail(err)
+		}
 	}
 	if staged {
 		if _, err := r.mutate(ctx, "reset", "-q", b.Commit, "--"); err != nil {

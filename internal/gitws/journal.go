@@ -181,6 +181,9 @@ type stateJSON struct {
 	Meta      []entryJSON            `json:"meta"`
 	Ignored   []entryJSON            `json:"ignored"`
 	DirModes  map[string]fs.FileMode `json:"dir_modes"`
+	// Absent in journals written before stamps: Rollback then asks git.
+	IndexStamp string `json:"index_stamp,omitempty"`
+	RefsStamp  string `json:"refs_stamp,omitempty"`
 }
 
 type spotJSON struct {
@@ -210,7 +213,7 @@ func (j entryJSON) entry() entry {
 func (b Baseline) MarshalJSON() ([]byte, error) {
 	out := baselineJSON{Commit: b.Commit, Ignored: b.Ignored, EmptyDirs: b.EmptyDirs, Modes: b.Modes}
 	if st := b.state; st != nil {
-		s := &stateJSON{HeadRef: st.headRef, Refs: st.refs, DirModes: st.dirModes}
+		s := &stateJSON{HeadRef: st.headRef, Refs: st.refs, DirModes: st.dirModes, IndexStamp: st.indexStamp, RefsStamp: st.refsStamp}
 		for _, sp := range st.meta.spots {
 			s.MetaSpots = append(s.MetaSpots, spotJSON{Path: sp.path, Walk: sp.walk})
 		}
@@ -233,7 +236,7 @@ func (b *Baseline) UnmarshalJSON(data []byte) error {
 	}
 	*b = Baseline{Commit: in.Commit, Ignored: in.Ignored, EmptyDirs: in.EmptyDirs, Modes: in.Modes}
 	if s := in.State; s != nil {
-		st := &baselineState{headRef: s.HeadRef, refs: s.Refs, dirModes: s.DirModes}
+		st := &baselineState{headRef: s.HeadRef, refs: s.Refs, dirModes: s.DirModes, indexStamp: s.IndexStamp, refsStamp: s.RefsStamp}
 		st.meta.entries = map[string]*entry{}
 		for _, sp := range s.MetaSpots {
 			st.meta.spots = append(st.meta.spots, metaSpot{path: sp.Path, walk: sp.Walk})

@@ -36,6 +36,9 @@ type baselineState struct {
 	// ignored path, so Rollback can recreate them as they were (a 0700
 	// secrets/ must not come back world-readable).
 	dirModes map[string]fs.FileMode
+	// indexStamp and refsStamp (see stamp.go) let Rollback skip git when
+	// the index and the refs are as they were; "" when unknown.
+	indexStamp, refsStamp string
 }
 
 // entry is what Snapshot knows about one file, symlink or directory.
@@ -83,6 +86,9 @@ func (r *Repo) listRefs(ctx context.Context) (refs []string, head string, err er
 // itself is put back with the rest of the git metadata (restoreMeta), so the
 // reset that follows moves the baseline branch (or the detached HEAD).
 func (r *Repo) reportNewRefs(ctx context.Context, st *baselineState, rep *RollbackReport) error {
+	if st.refsStamp != "" && r.refsStamp() == st.refsStamp {
+		return nil
+	}
 	refs, _, err := r.listRefs(ctx)
 	if err != nil {
 		return err
