@@ -19,7 +19,10 @@ func TestStamps(t *testing.T) {
 	}{
 		{"nothing", func(*testing.T, fixture) {}, false, false},
 		{"work tree edit", func(t *testing.T, f fixture) { writeFile(t, f.root, "src/app.py", "changed\n") }, false, false},
-		{"git add", func(t *testing.T, f fixture) { writeFile(t, f.root, "new.txt", "x\n"); git(t, f.root, "add", "new.txt") }, true, false},
+		{"git add", func(t *testing.T, f fixture) {
+			writeFile(t, f.root, "new.txt", "x\n")
+			git(t, f.root, "add", "new.txt")
+		}, true, false},
 		{"git add, index mtime set back", func(t *testing.T, f fixture) {
 			index := filepath.Join(f.root, ".git", "index")
 			info, err := os.Stat(index)
