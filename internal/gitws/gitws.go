@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/factory-harness/factory/internal/proc"
 )
@@ -201,18 +202,30 @@ func (r *Repo) IndexProblems(ctx context.Context) (hidden, submodules []string, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("git ls-files in %s: %w", r.Root, err)
 	}
-	for _, entry := range splitNUL(out) {
-		// "<tag> <mode> <object> <stage>\t<path>"
-		meta, p, ok := strings.Cut(entry, "\t")
-		fields := strings.Fields(meta)
-		if !ok || len(fields) != 4 {
+	// "<tag> <mode> <object> <stage>\t<path>" for each of maybe 10,000s of
+	// entries: read in place, a string only for the few that are problems.
+	for rest := out; len(rest) > 0; {
+		entry := rest
+		if i := bytes.IndexByte(rest, 0); i >= 0 {
+			entry, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		tab := bytes.IndexByte(entry, '\t')
+		if tab < 0 {
 			continue
 		}
-		if tag := fields[0]; tag == "S" || tag != strings.ToUpper(tag) {
-			hidden = append(hidden, p)
+		meta, p := entry[:tab], entry[tab+1:]
+		tag, mode, ok := bytes.Cut(meta, []byte(" "))
+		if !ok {
+			continue
 		}
-		if fields[1] == "160000" {
-			submodules = append(submodules, p)
+		// S: skip-worktree; lower case: assume-unchanged.
+		if string(tag) == "S" || bytes.ContainsFunc(tag, unicode.IsLower) {
+			hidden = append(hidden, string(p))
+		}
+		if bytes.HasPrefix(mode, []byte("160000 ")) {
+			submodules = append(submodules, string(p))
 		}
 	}
 	if _, err := os.Stat(filepath.Join(r.CommonDir, "modules")); err == nil {
