@@ -242,7 +242,7 @@ func anthropicResponse(msg *anthropic.Message, tool string, degraded []string) R
 	u := msg.Usage
 	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 	r.Usage = Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens}
-	return r
+	return r.validText()
 }
 
 // outputLimitMsg is how the Messages API rejects a max_tokens above the

@@ -6,6 +6,8 @@ package llm
 
 import (
 	"context"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/canon"
 )
@@ -60,6 +62,34 @@ type Response struct {
 	// Degraded lists request features the server rejected and the client
 	// dropped to get an answer (e.g. "response_format"), for the audit trail.
 	Degraded []string `json:"degraded,omitempty"`
+}
+
+// validText returns r with each byte of its texts that is not part of valid
+// UTF-8 replaced by U+FFFD, as encoding/json does when it reads a string: a
+// reply then reads the same whichever JSON decoder the provider's SDK uses,
+// and its artifacts say what the harness acted on.
+func (r Response) validText() Response {
+	for _, s := range []*string{&r.Content, &r.Refusal, &r.FinishReason, &r.Model} {
+		*s = validUTF8(*s)
+	}
+	return r
+}
+
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		c, n := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // Model answers one request.

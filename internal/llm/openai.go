@@ -218,5 +218,5 @@ func chatResponse(cc *openai.ChatCompletion, model string, degraded []string) (R
 			TotalTokens:      cc.Usage.TotalTokens,
 		},
 		Degraded: degraded,
-	}, nil
+	}.validText(), nil
 }

@@ -233,7 +233,7 @@ func toResponse(r *responses.Response, degraded []string) Response {
 			TotalTokens:      r.Usage.TotalTokens,
 		},
 		Degraded: degraded,
-	}
+	}.validText()
 }
 
 // checkResponse refuses a response object whose fields have the wrong
