@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 
 	"github.com/factory-harness/factory/internal/cli"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
@@ -11,5 +12,11 @@ import (
 
 func main() {
 	sandbox.Init() // in a confined command's init, confines it and never returns
+	// The live heap stays small (a run: a few MB), so collecting a quarter
+	// as often costs little memory and saves ~4% of a run's CPU (measured
+	// on bench/floor_ratio.sh's attempt). GOGC, if set, still wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	os.Exit(cli.Main())
 }
