@@ -145,6 +145,7 @@ type builder struct {
 	plan     *workorder.Manifest
 	base     string
 	created  bool  // the build made the repository
+	clean    bool  // the work tree was seen clean and has not changed since
 	tokens   int64 // summed from the planner and the runs, when Meter is nil
 	progress func(format string, args ...any)
 }
@@ -231,6 +232,7 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 			return nil, err
 		}
 	}
+	b.clean = true
 	if err := factory.CheckOutputDir("--out", o.Out, b.repo); err != nil {
 		return nil, refusef("%v", err)
 	}

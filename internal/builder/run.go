@@ -241,6 +241,9 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	opts := b.o.Run
 	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
 	opts.KeepJournal = true // until the commit is made: see commit
+	// Clean since the start's check or the last commit's; from here on,
+	// only until the attempt changes the tree.
+	opts.Clean, b.clean = b.clean, false
 	if b.o.Progress != nil {
 		opts.Progress = indented{b.o.Progress}
 	}
@@ -331,6 +334,7 @@ func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factor
 	if err := b.repo.RemoveJournal(); err != nil {
 		return commit, err
 	}
+	b.clean = true
 	return commit, nil
 }
 

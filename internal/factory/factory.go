@@ -60,6 +60,10 @@ type Options struct {
 	// longer than this run (factory build holds it for the whole build):
 	// Preflight does not take it and Execute does not release it.
 	Lock *gitws.Lock
+	// Clean, with Lock, says the caller has seen the work tree clean since
+	// it last changed it (factory build, after its own commit): Preflight
+	// skips its dirty check, a git status of the whole tree.
+	Clean bool
 	// KeepJournal leaves the journal in place after a PASS, for a caller
 	// that commits the result and then removes it (Repo.RemoveJournal):
 	// a crash before the commit then still finds the attempt to undo.
@@ -163,7 +167,9 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 		wg                        sync.WaitGroup
 	)
 	wg.Go(func() { hidden, submodules, indexErr = repo.IndexProblems(ctx) })
-	wg.Go(func() { dirty, dirtyErr = repo.Dirty(ctx) })
+	if !opts.Clean || opts.Lock == nil {
+		wg.Go(func() { dirty, dirtyErr = repo.Dirty(ctx) })
+	}
 	baseline, snapErr := repo.SnapshotAt(ctx, head)
 	wg.Wait()
 	if indexErr != nil {
