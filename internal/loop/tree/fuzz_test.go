@@ -13,11 +13,13 @@ func fuzzSeeds(f *testing.F) {
 	f.Add([]byte(`{"id":"root","order":1e3,"title":"t","goal":"g","acceptance":[],"children":[{"id":"root","order":0,"title":"t","goal":"g","acceptance":[]}]}`))
 }
 
-// FuzzDecode: Decode never panics, and what it accepts re-encodes to a
-// canonical form that decodes to the same canonical form.
+// FuzzDecode: Decode never panics; its schema check agrees with a JSON
+// Schema library; and what it accepts re-encodes to a canonical form that
+// decodes to the same canonical form.
 func FuzzDecode(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkAgreement(t, data)
 		n, err := Decode(data)
 		if err != nil {
 			return

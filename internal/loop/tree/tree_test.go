@@ -290,7 +290,7 @@ func TestRepairState(t *testing.T) {
 }
 
 func TestSchemaIsValidJSON(t *testing.T) {
-	if _, err := compiled(); err != nil {
+	if _, err := librarySchema(); err != nil {
 		t.Fatal(err)
 	}
 }
