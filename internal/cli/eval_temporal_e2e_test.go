@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/eval"
+	"github.com/factory-harness/factory/internal/temporal"
+)
+
+// startEvalWorkers starts two workers answered by srv. They share this
+// machine with the suite, so they hide it (and the eval's output) from
+// their commands, as workers on a shared file system should.
+func startEvalWorkers(t *testing.T, addr string, f *evalFixture, url string, extra ...string) {
+	t.Helper()
+	for _, id := range []string{"worker-a", "worker-b"} {
+		startWorker(t, addr, id, []string{"OPENAI_API_KEY=test-key"}, append([]string{"--llm-base-url", url, "--python", "python3",
+			"--sandbox-hide", f.suite, "--sandbox-hide", f.out}, extra...)...)
+	}
+}
+
+// temporalArgs are f's eval on the workers.
+func (f *evalFixture) temporalArgs(addr, root, out string, extra ...string) []string {
+	return append([]string{"eval", "--suite", f.suite, "--out", out, "--llm-model", "m1", "--llm-model", "m2",
+		"--no-review", "--verify-command", "python3 -m compileall -q .", "--temporal", addr, "--remote-root", root,
+		"--heartbeat-timeout", "10s"}, extra...)
+}
+
+// TestEvalTemporal runs the eval suite (3 cases × 2 models; sign with m2
+// passes its build but not the hidden tests, upper with m1 fails to
+// build) as Build workflows on two real workers, and checks that
+// results.jsonl is what a local eval of the same suite gives; that the
+// bare repositories, one per run at its deterministic path, hold no
+// hidden file; that a second invocation resumes without a model call; and
+// that an invocation that lost its results.jsonl collects the finished
+// workflows instead of building again.
+func TestEvalTemporal(t *testing.T) {
+	addr := startTemporal(t)
+	f := newEvalFixture(t)
+	srv := f.serve(t, nil)
+	root := filepath.Join(filepath.Dir(f.out), "remotes")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	startEvalWorkers(t, addr, f, srv.url)
+	args := f.temporalArgs(addr, root, f.out, "-j", "4")
+	res := runFactory(t, gitEnv(t.TempDir()), args...)
+	if res.code != ExitPass {
+		t.Fatalf("eval --temporal exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
+	}
+	remoteCalls := len(srv.requests())
+	got := readEvalResults(t, f.out)
+
+	local := filepath.Join(filepath.Dir(f.out), "out-local")
+	if res := runFactory(t, evalEnv(t), f.args(srv.url, local, "-j", "2")...); res.code != ExitPass {
+		t.Fatalf("local eval exit %d\n%s", res.code, res.stderr)
+	}
+	// The same but for the eval id (--temporal is part of it) in the paths.
+	want := readEvalResults(t, local)
+	id := filepath.Base(evalDir(t, f.out))
+	for i := range want {
+		for _, p := range []*string{&want[i].BuildDir, &want[i].Repo} {
+			*p = strings.Replace(*p, filepath.Base(evalDir(t, local)), id, 1)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results.jsonl on the workers differs from a local eval's (-local +temporal):\n%s\nstderr:\n%s", diff, res.stderr)
+	}
+	if n := len(srv.requests()) - remoteCalls; n != remoteCalls {
+		t.Errorf("the workers made %d model calls, the local eval %d", remoteCalls, n)
+	}
+	var statuses []string
+	for _, r := range got {
+		statuses = append(statuses, r.Case+"/"+r.Model+"="+r.Status+"/"+r.BuildVerdict)
+	}
+	if s := strings.Join(statuses, " "); s != "add/m1=solved/PASS add/m2=solved/PASS sign/m1=solved/PASS sign/m2=unsolved/PASS upper/m1=unsolved/FAIL upper/m2=solved/PASS" {
+		t.Errorf("runs: %s", s)
+	}
+	for _, want := range []string{"[6/6] ", "sign  m2  run 1: unsolved (build PASS, checks 0/1"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("progress lacks %q:\n%s", want, res.stderr)
+		}
+	}
+
+	// One bare repository per run at its deterministic path, with the
+	// start commit and the built branch and nothing hidden; each run's
+	// workflow has its deterministic id.
+	for _, r := range got {
+		k := eval.RunKey{Case: r.Case, Model: r.Model, Run: r.Run}
+		bare := eval.RemoteRepo(root, id, k)
+		objects := git(t, bare, "cat-file", "--batch-all-objects", "--batch")
+		if strings.Contains(objects, hiddenMarker) || strings.Contains(objects, "test_zero") {
+			t.Errorf("%s holds hidden content", bare)
+		}
+		if !strings.Contains(git(t, bare, "branch", "--list"), temporal.StartBranch) {
+			t.Errorf("%s has no start branch", bare)
+		}
+		st := temporalStatus(t, addr, eval.WorkflowID(id, k))
+		if st.Verdict != r.BuildVerdict || st.Tokens != r.Tokens {
+			t.Errorf("workflow of %s: verdict %s, %d tokens; results.jsonl %s, %d", k, st.Verdict, st.Tokens, r.BuildVerdict, r.Tokens)
+		}
+		log, _ := os.ReadFile(filepath.Join(evalDir(t, f.out), "runs", k.Path(), "build.log"))
+		if !strings.Contains(string(log), "workflow "+eval.WorkflowID(id, k)+" on "+addr+": building") {
+			t.Errorf("%s's build.log does not name its workflow:\n%s", k, log)
+		}
+		if r.BuildVerdict == builder.VerdictPass {
+			var sum builder.Summary
+			readJSON(t, filepath.Join(f.out, r.BuildDir, "build_summary.json"), &sum)
+			if sum.Verdict != builder.VerdictPass || !exists(filepath.Join(f.out, r.BuildDir, "workflow.json")) {
+				t.Errorf("%s: build_summary.json %+v", k, sum)
+			}
+		}
+	}
+	for _, body := range srv.requests() {
+		if strings.Contains(body, hiddenMarker) || strings.Contains(body, "test_zero") {
+			t.Fatalf("a prompt holds hidden content: %.300s", body)
+		}
+	}
+
+	t.Run("resume", func(t *testing.T) {
+		before := len(srv.requests())
+		res := runFactory(t, gitEnv(t.TempDir()), args...)
+		if res.code != ExitPass || !strings.Contains(res.stderr, "6 already finished, 0 to do") {
+			t.Fatalf("second invocation: exit %d\n%s", res.code, res.stderr)
+		}
+		// results.jsonl lost: the finished workflows are collected, not built again.
+		results := filepath.Join(evalDir(t, f.out), eval.ResultsFile)
+		if err := os.WriteFile(results, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res = runFactory(t, gitEnv(t.TempDir()), args...)
+		if res.code != ExitPass || !strings.Contains(res.stderr, "0 already finished, 6 to do") {
+			t.Fatalf("third invocation: exit %d\n%s", res.code, res.stderr)
+		}
+		if n := len(srv.requests()) - before; n != 0 {
+			t.Errorf("resuming asked the model %d times", n)
+		}
+		if diff := cmp.Diff(got, readEvalResults(t, f.out)); diff != "" {
+			t.Errorf("the collected workflows give other results (-first +collected):\n%s", diff)
+		}
+		log, _ := os.ReadFile(filepath.Join(evalDir(t, f.out), "runs", "upper", "m1", "1", "build.log"))
+		if !strings.Contains(string(log), "ended already (FAIL): its result is used") {
+			t.Errorf("upper/m1's build.log:\n%s", log)
+		}
+	})
+}
+
+// What cannot work with --temporal is refused before anything is created
+// or any server asked.
+func TestEvalTemporalRefusals(t *testing.T) {
+	f := newEvalFixture(t)
+	root := t.TempDir()
+	base := func(extra ...string) []string {
+		return append([]string{"eval", "--suite", f.suite, "--out", f.out, "--llm-model", "m1"}, extra...)
+	}
+	tp := []string{"--temporal", "127.0.0.1:1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no remote root", base(tp...), "--temporal needs --remote-root DIR"},
+		{"remote root alone", base("--remote-root", root), "--remote-root applies only with --temporal"},
+		{"replay", base(append(tp, "--remote-root", root, "--replay", root)...), "--replay belong on 'factory worker'"},
+		{"python and base url", base(append(tp, "--remote-root", root, "--python", "python3", "--llm-base-url", "http://x")...), "--llm-base-url, --python belong on 'factory worker'"},
+		{"budget", base(append(tp, "--remote-root", root, "--max-tokens", "10")...), "cannot be enforced across the workers"},
+		{"ssh root", base(append(tp, "--remote-root", "ssh://git.example/evals")...), "a ssh:// remote cannot be used"},
+		{"missing root", base(append(tp, "--remote-root", filepath.Join(root, "nope"))...), "is not a directory here"},
+		{"root in the suite", base(append(tp, "--remote-root", filepath.Join(f.suite, "add"))...), "is inside the suite"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runFactory(t, gitEnv(t.TempDir()), tc.args...)
+			if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
+				t.Errorf("exit %d, want %d with %q\n%s", res.code, ExitUsage, tc.want, res.stderr)
+			}
+			if exists(f.out) {
+				t.Errorf("--out was created")
+			}
+		})
+	}
+	// No server there: exit 3 before any run.
+	res := runFactory(t, gitEnv(t.TempDir()), base(append(tp, "--remote-root", root)...)...)
+	if res.code != ExitInternal || !strings.Contains(res.stderr, "127.0.0.1:1") || exists(f.out) {
+		t.Errorf("unreachable server: exit %d, want %d\n%s", res.code, ExitInternal, res.stderr)
+	}
+}
