@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -187,5 +194,89 @@ func TestEvalTemporalRefusals(t *testing.T) {
 	res := runFactory(t, gitEnv(t.TempDir()), base(append(tp, "--remote-root", root)...)...)
 	if res.code != ExitInternal || !strings.Contains(res.stderr, "127.0.0.1:1") || exists(f.out) {
 		t.Errorf("unreachable server: exit %d, want %d\n%s", res.code, ExitInternal, res.stderr)
+	}
+}
+
+// gate holds every model request until opened, then passes it to target.
+type gate struct {
+	url      string
+	held     atomic.Int32
+	open     chan struct{}
+	openOnce sync.Once
+}
+
+func newGate(t *testing.T, target string) *gate {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{open: make(chan struct{})}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.held.Add(1)
+		<-g.open
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(g.release) // first: the server cannot close with requests held
+	g.url = ts.URL + "/v1"
+	return g
+}
+
+func (g *gate) release() { g.openOnce.Do(func() { close(g.open) }) }
+
+// Ctrl-C while the workflows run: the eval exits 3 with nothing recorded
+// and says the workflows go on; they do, and the next invocation follows
+// them to their end instead of submitting again, with no new model call.
+func TestEvalTemporalInterrupt(t *testing.T) {
+	addr := startTemporal(t)
+	f := newEvalFixture(t)
+	srv := f.serve(t, nil)
+	g := newGate(t, srv.url)
+	root := filepath.Join(filepath.Dir(f.out), "remotes")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	startEvalWorkers(t, addr, f, g.url)
+	// upper has a given plan: one model call per attempt, held by the gate.
+	args := f.temporalArgs(addr, root, f.out, "--case", "upper", "-j", "2")
+	s := submit(t, nil, args...)
+	waitUntil(t, 90*time.Second, "both runs' first model call", func() bool { return g.held.Load() == 2 })
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.wait(t, 30*time.Second); code != ExitInternal {
+		t.Fatalf("interrupted eval: exit %d, want %d\n%s", code, ExitInternal, s.stderr.String())
+	}
+	for _, want := range []string{"stopped following workflow factory-eval-", "it goes on on the workers", "run the same command again to resume"} {
+		if !strings.Contains(s.stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, s.stderr.String())
+		}
+	}
+	if got := readEvalResults(t, f.out); len(got) != 0 {
+		t.Fatalf("interrupted runs were recorded: %+v", lines(got))
+	}
+	id := filepath.Base(evalDir(t, f.out))
+	k := eval.RunKey{Case: "upper", Model: "m2", Run: 1}
+	if st := temporalStatus(t, addr, eval.WorkflowID(id, k)); st.Verdict != temporal.VerdictRunning {
+		t.Errorf("after Ctrl-C the workflow of %s is %s, want it still running", k, st.Verdict)
+	}
+	g.release()
+	res := runFactory(t, gitEnv(t.TempDir()), args...)
+	if res.code != ExitPass || !strings.Contains(res.stderr, "0 already finished, 2 to do") {
+		t.Fatalf("resumed eval: exit %d\n%s", res.code, res.stderr)
+	}
+	got := lines(readEvalResults(t, f.out))
+	if len(got) != 2 || got[0].Verdict != "FAIL" || got[1].Status != eval.StatusSolved {
+		t.Errorf("results %+v, want upper/m1 FAIL and upper/m2 solved", got)
+	}
+	// m1's two attempts and m2's one: each asked once, over both invocations.
+	if n := len(srv.se.Requests()); n != 3 {
+		t.Errorf("%d model calls, want 3: the resumed eval submitted again", n)
+	}
+	log, _ := os.ReadFile(filepath.Join(evalDir(t, f.out), "runs", k.Path(), "build.log"))
+	if !strings.Contains(string(log), "runs already: following it") && !strings.Contains(string(log), "ended already (PASS)") {
+		t.Errorf("%s's build.log does not say it followed the running workflow:\n%s", k, log)
 	}
 }
