@@ -64,6 +64,16 @@ model), printed as a table (or as JSON with --json).
 --max-tokens and --max-cost-usd bound the whole eval: at the limit no new run starts
 and the runs in flight stop; they are done by the next invocation.
 
+--temporal HOST:PORT --remote-root DIR builds every run as a Build workflow on Temporal
+workers ('factory worker') instead: a bare repository per run is created under DIR (a
+directory the workers reach at the same path) with the run's start commit; the built
+branch is fetched back and the checks run here. The hidden files never leave this
+machine. The workflow ids come from the eval id and the run, so the same command
+follows the workflows still running and collects those that ended; Ctrl-C stops
+following, and the workflows go on. Worker-side flags (--llm-base-url, --python,
+--prices, --record, --replay, ...) and the eval-wide budget are refused with --temporal.
+See docs/eval.md.
+
 Exit codes: 0 the eval ran; 1 --min-solve-rate given and a model is below it (or has
 no judged run); 2 usage (nothing created); 3 interrupted or internal error (results so
 far kept); 5 budget reached.`,
