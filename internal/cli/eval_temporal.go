@@ -106,7 +106,7 @@ func (o *evalOptions) temporalBuild(env Env, root string, progress func(format s
 			WorkflowID: id, Bare: eval.RemoteRepo(root, b.EvalID, b.Key), Local: b.Repo, Input: in, Out: b.Out, Progress: b.Log,
 		})
 		switch {
-		case ctx.Err() != nil:
+		case errors.Is(err, temporal.ErrStoppedFollowing):
 			progress("%s: stopped following workflow %s; it goes on on the workers and the next invocation collects it (stop it with 'factory cancel --temporal %s --workflow %s')",
 				b.Key, id, conn.HostPort, id)
 			return nil, err

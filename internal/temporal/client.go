@@ -45,6 +45,10 @@ func submit(ctx context.Context, c client.Client, conn Connection, id string, in
 	return nil
 }
 
+// ErrStoppedFollowing is returned (wrapped) by Follow when its context
+// ended: the workflow itself goes on.
+var ErrStoppedFollowing = errors.New("stopped following")
+
 // pollEvery is how often Follow asks a running workflow for new lines.
 const pollEvery = 300 * time.Millisecond
 
@@ -87,7 +91,7 @@ func Follow(ctx context.Context, conn Connection, id string, progress io.Writer)
 				show(st.Lines)
 			}
 		case <-ctx.Done():
-			return BuildResult{}, fmt.Errorf("stopped following workflow %s (it goes on): %w", id, context.Cause(ctx))
+			return BuildResult{}, fmt.Errorf("%w workflow %s (it goes on): %w", ErrStoppedFollowing, id, context.Cause(ctx))
 		}
 	}
 }
