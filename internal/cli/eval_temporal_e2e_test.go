@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -23,12 +25,14 @@ import (
 // startEvalWorkers starts two workers answered by srv. They share this
 // machine with the suite, so they hide it (and the eval's output) from
 // their commands, as workers on a shared file system should.
-func startEvalWorkers(t *testing.T, addr string, f *evalFixture, url string, extra ...string) {
+func startEvalWorkers(t *testing.T, addr string, f *evalFixture, url string, extra ...string) []*worker {
 	t.Helper()
+	var ws []*worker
 	for _, id := range []string{"worker-a", "worker-b"} {
-		startWorker(t, addr, id, []string{"OPENAI_API_KEY=test-key"}, append([]string{"--llm-base-url", url, "--python", "python3",
-			"--sandbox-hide", f.suite, "--sandbox-hide", f.out}, extra...)...)
+		ws = append(ws, startWorker(t, addr, id, []string{"OPENAI_API_KEY=test-key"}, append([]string{"--llm-base-url", url, "--python", "python3",
+			"--sandbox-hide", f.suite, "--sandbox-hide", f.out}, extra...)...))
 	}
+	return ws
 }
 
 // temporalArgs are f's eval on the workers.
@@ -213,6 +217,7 @@ func newGate(t *testing.T, target string) *gate {
 	}
 	g := &gate{open: make(chan struct{})}
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // requests of killed workers
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.held.Add(1)
 		<-g.open
@@ -278,5 +283,46 @@ func TestEvalTemporalInterrupt(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(evalDir(t, f.out), "runs", k.Path(), "build.log"))
 	if !strings.Contains(string(log), "runs already: following it") && !strings.Contains(string(log), "ended already (PASS)") {
 		t.Errorf("%s's build.log does not say it followed the running workflow:\n%s", k, log)
+	}
+}
+
+// The Temporal server dies while the workflows run: each run in flight is
+// an error (counted apart, done again by the next invocation), not
+// unsolved, and the eval still ends with its results and summary.
+func TestEvalTemporalServerOutage(t *testing.T) {
+	addr, kill := startTemporalServer(t)
+	f := newEvalFixture(t)
+	srv := f.serve(t, nil)
+	g := newGate(t, srv.url)
+	root := filepath.Join(filepath.Dir(f.out), "remotes")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	workers := startEvalWorkers(t, addr, f, g.url)
+	s := submit(t, nil, f.temporalArgs(addr, root, f.out, "--case", "upper", "-j", "2")...)
+	waitUntil(t, 90*time.Second, "both runs' first model call", func() bool { return g.held.Load() == 2 })
+	kill()
+	start := time.Now()
+	if code := s.wait(t, 3*time.Minute); code != ExitPass {
+		t.Fatalf("eval after the outage: exit %d, want %d (the eval ran)\n%s", code, ExitPass, s.stderr.String())
+	}
+	t.Logf("the eval ended %v after the outage", time.Since(start).Round(time.Second))
+	for _, w := range workers { // they cannot stop gracefully without the server
+		_ = w.cmd.Process.Kill()
+	}
+	got := readEvalResults(t, f.out)
+	if len(got) != 2 {
+		t.Fatalf("results %+v, want both runs", lines(got))
+	}
+	for _, r := range got {
+		t.Logf("%s/%s: %s", r.Case, r.Model, r.Error)
+		if r.Status != eval.StatusError || !strings.Contains(r.Error, "(is the server up?): workflow factory-eval-") {
+			t.Errorf("%s/%s: %s %q, want an error naming its workflow", r.Case, r.Model, r.Status, r.Error)
+		}
+	}
+	var sum eval.Summary
+	readJSON(t, filepath.Join(evalDir(t, f.out), eval.SummaryFile), &sum)
+	if m := sum.PerModel[0]; m.Errors != 1 || m.Unsolved != 0 || sum.Complete {
+		t.Errorf("summary of %s: %+v, complete %v; want 1 error, not unsolved", m.Model, m, sum.Complete)
 	}
 }

@@ -84,6 +84,9 @@ func RunLocal(ctx context.Context, conn Connection, b LocalBuild) (BuildResult, 
 		say("workflow %s on %s: building %s into branch %s", b.WorkflowID, conn.HostPort, in.RepoURL, in.Branch)
 	}
 	res, err := Follow(ctx, conn, b.WorkflowID, b.Progress)
+	if err != nil && !errors.Is(err, ErrStoppedFollowing) {
+		err = fmt.Errorf("following it on %s failed (is the server up?): %w", conn.HostPort, err)
+	}
 	if err != nil {
 		return res, nil, err
 	}
