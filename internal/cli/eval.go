@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -30,6 +31,7 @@ type evalOptions struct {
 	runs, jobs           int
 	minSolveRate         float64
 	recordDir, replayDir string
+	remoteRoot           string // --temporal: bare repositories for the workers (eval_temporal.go)
 }
 
 func newEvalCmd(env Env) *cobra.Command {
@@ -61,6 +63,16 @@ model), printed as a table (or as JSON with --json).
 
 --max-tokens and --max-cost-usd bound the whole eval: at the limit no new run starts
 and the runs in flight stop; they are done by the next invocation.
+
+--temporal HOST:PORT --remote-root DIR builds every run as a Build workflow on Temporal
+workers ('factory worker') instead: a bare repository per run is created under DIR (a
+directory the workers reach at the same path) with the run's start commit; the built
+branch is fetched back and the checks run here. The hidden files never leave this
+machine. The workflow ids come from the eval id and the run, so the same command
+follows the workflows still running and collects those that ended; Ctrl-C stops
+following, and the workflows go on. Worker-side flags (--llm-base-url, --python,
+--prices, --record, --replay, ...) and the eval-wide budget are refused with --temporal.
+See docs/eval.md.
 
 Exit codes: 0 the eval ran; 1 --min-solve-rate given and a model is below it (or has
 no judged run); 2 usage (nothing created); 3 interrupted or internal error (results so
@@ -94,6 +106,7 @@ far kept); 5 budget reached.`,
 	f.Lookup("max-tokens").Usage = "stop the eval before a model call that could take the tokens used by all runs past this (0: no limit); exit 5"
 	f.Lookup("max-cost-usd").Usage = "stop the eval before a model call that could take the estimated cost of all runs past this many US dollars (0: no limit; needs known prices); exit 5"
 	addPlannerFlags(f, &o.build)
+	o.addTemporalFlags(f)
 	return cmd
 }
 
@@ -132,26 +145,45 @@ func runEval(cmd *cobra.Command, o *evalOptions, env Env) error {
 	if err != nil {
 		return err
 	}
-	// One meter bounds the whole eval; each run counts its own spending.
-	shared, err := budgetMeter(&o.build.run, nil, names...)
-	if err != nil {
-		return err
-	}
-	if err := o.checkConnections(env); err != nil {
-		return err
-	}
 	suite, err := eval.Load(o.suite)
 	if err != nil {
 		return usagef("--suite: %v", err)
 	}
-	if err := o.checkHiding(env, attempt.Sandbox, suite.Dir); err != nil {
+	root, err := o.checkTemporal(cmd, env, suite.Dir)
+	if err != nil {
 		return err
 	}
 	checkEnv, _ := attempt.Env.Environ(os.Environ())
-	sum, err := eval.Run(cmd.Context(), eval.Options{
+	opts := eval.Options{
 		Suite: suite, Cases: o.cases, Models: o.models, Runs: o.runs, Jobs: o.jobs, Out: o.build.run.out,
-		Flags: o.fingerprint(tmpl, attempt.Python),
-		Prepare: func(_ context.Context, k eval.RunKey, progress io.Writer) (builder.Options, error) {
+		Flags:   o.fingerprint(tmpl, attempt.Python),
+		Sandbox: attempt.Sandbox, Env: checkEnv, Progress: attempt.Progress,
+	}
+	if root != "" {
+		// The builds run on the workers, with their keys and sandbox.
+		t := o.build.temporal.conn(env)
+		opts.Flags["python"], opts.Flags["temporal"] = "(the workers')", t.Namespace+"/"+t.TaskQueue
+		var mu sync.Mutex
+		opts.Build = o.temporalBuild(env, root, func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if attempt.Progress != nil {
+				fmt.Fprintf(attempt.Progress, format+"\n", args...)
+			}
+		})
+	} else {
+		// One meter bounds the whole eval; each run counts its own spending.
+		shared, err := budgetMeter(&o.build.run, nil, names...)
+		if err != nil {
+			return err
+		}
+		if err := o.checkConnections(env); err != nil {
+			return err
+		}
+		if err := o.checkHiding(env, attempt.Sandbox, suite.Dir); err != nil {
+			return err
+		}
+		opts.Prepare = func(_ context.Context, k eval.RunKey, progress io.Writer) (builder.Options, error) {
 			b := o.build // a copy per run: its model and transcript
 			b.run.model, b.run.maxTokens, b.run.maxCostUSD = k.Model, 0, 0
 			record, replay, err := o.transcript(k)
@@ -164,9 +196,9 @@ func runEval(cmd *cobra.Command, o *evalOptions, env Env) error {
 				return builder.Options{}, err
 			}
 			return b.builderOptions(tmpl, attempt, shared.Wrap(se), shared.Wrap(plan), meter), nil
-		},
-		Sandbox: attempt.Sandbox, Env: checkEnv, Progress: attempt.Progress,
-	})
+		}
+	}
+	sum, err := eval.Run(cmd.Context(), opts)
 	var refused *eval.RefusedError
 	if errors.As(err, &refused) {
 		return usagef("%s", refused.Msg)

@@ -31,6 +31,14 @@ import (
 // ports and returns its frontend address; it stops with the test.
 func startTemporal(t *testing.T) string {
 	t.Helper()
+	addr, _ := startTemporalServer(t)
+	return addr
+}
+
+// startTemporalServer is startTemporal that also returns a function
+// stopping the server before the test ends (SIGKILL: an outage).
+func startTemporalServer(t *testing.T) (addr string, kill func()) {
+	t.Helper()
 	bin, err := exec.LookPath("temporal")
 	if err != nil {
 		t.Skip("the Temporal CLI is not on PATH; install it with 'go install github.com/temporalio/cli/cmd/temporal@v1.5.1' (see docs/temporal.md)")
@@ -56,13 +64,14 @@ func startTemporal(t *testing.T) string {
 			<-done
 		}
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	kill = func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger{}})
 		if err == nil {
 			c.Close()
-			return addr
+			return addr, kill
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the Temporal dev server did not answer at %s: %v\n%s", addr, err, log.String())

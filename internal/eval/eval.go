@@ -71,6 +71,10 @@ type Options struct {
 	// the case's overrides and adds the hidden paths to Run.Sandbox.Hide.
 	Prepare func(ctx context.Context, k RunKey, progress io.Writer) (builder.Options, error)
 
+	// Build, when set, builds every run instead of builder.Run with
+	// Prepare: elsewhere, e.g. on Temporal workers (see BuildFunc).
+	Build BuildFunc
+
 	// Checks run confined like the build's commands: Sandbox's Mode, Home
 	// and Hide (the suite is added to Hide); Env is their environment.
 	Sandbox sandbox.Request
@@ -80,6 +84,25 @@ type Options struct {
 	Progress io.Writer
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+}
+
+// BuildFunc builds one run in place of a local builder.Run. It gets the
+// run's repository holding the case's start commit (checked out) and
+// must leave the built branch checked out there when the build passed;
+// the checks then run as for a local build. The summary's verdict decides
+// the run as a local build's does (PASS: the checks run; FAIL and
+// PLAN_INVALID: unsolved; ERROR, or a nil summary: a run error, done again
+// by the next invocation); a budget stop is an *llm.BudgetError.
+type BuildFunc func(ctx context.Context, b BuildRun) (*builder.Summary, error)
+
+// BuildRun is one run as a BuildFunc sees it.
+type BuildRun struct {
+	EvalID string
+	Key    RunKey
+	Case   *Case
+	Repo   string    // the run's repository: the start commit checked out
+	Out    string    // the run's directory for the build's artifacts (created)
+	Log    io.Writer // the run's build.log: the build's progress lines
 }
 
 // File names under <out>/evals/<eval id>/.
@@ -124,6 +147,7 @@ func (e *BudgetError) Unwrap() error { return e.Err }
 // eval is one eval in progress.
 type eval struct {
 	o       Options
+	id      string
 	dir     string // <out>/evals/<id>
 	results string
 	cases   map[string]*Case
@@ -147,6 +171,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if o.Jobs < 1 {
 		o.Jobs = 1
 	}
+	if (o.Prepare == nil) == (o.Build == nil) {
+		return nil, errors.New("eval: give exactly one of Options.Prepare and Options.Build")
+	}
 	cases, invalid, err := o.Suite.Select(o.Cases)
 	if err != nil {
 		return nil, &RefusedError{Msg: err.Error()}
@@ -159,7 +186,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &eval{o: o, dir: filepath.Join(out, "evals", id), cases: map[string]*Case{}}
+	e := &eval{o: o, id: id, dir: filepath.Join(out, "evals", id), cases: map[string]*Case{}}
 	e.results = filepath.Join(e.dir, ResultsFile)
 	for _, c := range cases {
 		e.cases[c.Name] = c
@@ -239,7 +266,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 // that the suite's hiding would cover.
 func (e *eval) setUp(id string) error {
 	suite := e.o.Suite.Dir
-	if within(e.dir, suite) {
+	if Within(e.dir, suite) {
 		return &RefusedError{Msg: fmt.Sprintf("--out %s is inside the suite %s, which the builds' commands must not read; choose a directory outside it", e.o.Out, suite)}
 	}
 	if err := os.MkdirAll(filepath.Join(e.dir, "runs"), 0o755); err != nil {
@@ -264,7 +291,8 @@ func (e *eval) setUp(id string) error {
 	return nil
 }
 
-func within(path, dir string) bool {
+// Within says whether path is dir or under it (both absolute and clean).
+func Within(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
@@ -439,25 +467,7 @@ func (e *eval) do(ctx context.Context, k RunKey) (Result, *llm.BudgetError) {
 	if err := newRepo(ctx, p.repo, c); err != nil {
 		return fail(err)
 	}
-	bo, err := e.o.Prepare(ctx, k, log)
-	if err != nil {
-		return fail(fmt.Errorf("connect %s: %w", k.Model, err))
-	}
-	bo.SpecPath, bo.PlanDir = c.SpecPath(), c.PlanDir()
-	bo.Repo, bo.Out, bo.Branch, bo.Progress = p.repo, p.out, "", log
-	bo.Run.Progress = nil
-	if c.MaxAttempts > 0 {
-		bo.Run.MaxAttempts = c.MaxAttempts
-	}
-	if c.PlanMaxAttempts > 0 {
-		bo.PlanMaxAttempts = c.PlanMaxAttempts
-	}
-	if c.TimeoutSeconds > 0 {
-		bo.Run.CommandTimeout = time.Duration(c.TimeoutSeconds) * time.Second
-	}
-	bo.Run.Sandbox.Hide = append(append([]string(nil), bo.Run.Sandbox.Hide...), e.hide...)
-
-	sum, buildErr := builder.Run(ctx, bo)
+	sum, buildErr := e.build(ctx, k, c, p, log)
 	if sum != nil {
 		r.BuildVerdict, r.BuildDir = sum.Verdict, sum.BuildDir
 		r.Tokens, r.CostUSD = sum.Tokens, sum.CostUSD
@@ -502,6 +512,35 @@ func (e *eval) do(ctx context.Context, k RunKey) (Result, *llm.BudgetError) {
 		r.Status = StatusSolved
 	}
 	return r, nil
+}
+
+// build builds run k in p.repo: with o.Build when set, else here with
+// builder.Run and the options o.Prepare gives.
+func (e *eval) build(ctx context.Context, k RunKey, c *Case, p runPaths, log io.Writer) (*builder.Summary, error) {
+	if e.o.Build != nil {
+		if err := os.MkdirAll(p.out, 0o755); err != nil {
+			return nil, err
+		}
+		return e.o.Build(ctx, BuildRun{EvalID: e.id, Key: k, Case: c, Repo: p.repo, Out: p.out, Log: log})
+	}
+	bo, err := e.o.Prepare(ctx, k, log)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", k.Model, err)
+	}
+	bo.SpecPath, bo.PlanDir = c.SpecPath(), c.PlanDir()
+	bo.Repo, bo.Out, bo.Branch, bo.Progress = p.repo, p.out, "", log
+	bo.Run.Progress = nil
+	if c.MaxAttempts > 0 {
+		bo.Run.MaxAttempts = c.MaxAttempts
+	}
+	if c.PlanMaxAttempts > 0 {
+		bo.PlanMaxAttempts = c.PlanMaxAttempts
+	}
+	if c.TimeoutSeconds > 0 {
+		bo.Run.CommandTimeout = time.Duration(c.TimeoutSeconds) * time.Second
+	}
+	bo.Run.Sandbox.Hide = append(append([]string(nil), bo.Run.Sandbox.Hide...), e.hide...)
+	return builder.Run(ctx, bo)
 }
 
 func roundSeconds(d time.Duration) float64 {

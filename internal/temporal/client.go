@@ -27,7 +27,12 @@ func Submit(ctx context.Context, conn Connection, in BuildInput) (id string, err
 	}
 	defer c.Close()
 	id = WorkflowID(in)
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	return id, submit(ctx, c, conn, id, in)
+}
+
+// submit starts workflow id with in, or attaches to it while it runs.
+func submit(ctx context.Context, c client.Client, conn Connection, id string, in BuildInput) error {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: conn.taskQueue(),
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
@@ -35,10 +40,14 @@ func Submit(ctx context.Context, conn Connection, in BuildInput) (id string, err
 	}, WorkflowName, in)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &started) {
-		return "", fmt.Errorf("start workflow %s on %s: %w", id, conn.HostPort, err)
+		return fmt.Errorf("start workflow %s on %s: %w", id, conn.HostPort, err)
 	}
-	return id, nil
+	return nil
 }
+
+// ErrStoppedFollowing is returned (wrapped) by Follow when its context
+// ended: the workflow itself goes on.
+var ErrStoppedFollowing = errors.New("stopped following")
 
 // pollEvery is how often Follow asks a running workflow for new lines.
 const pollEvery = 300 * time.Millisecond
@@ -82,7 +91,7 @@ func Follow(ctx context.Context, conn Connection, id string, progress io.Writer)
 				show(st.Lines)
 			}
 		case <-ctx.Done():
-			return BuildResult{}, fmt.Errorf("stopped following workflow %s (it goes on): %w", id, context.Cause(ctx))
+			return BuildResult{}, fmt.Errorf("%w workflow %s (it goes on): %w", ErrStoppedFollowing, id, context.Cause(ctx))
 		}
 	}
 }
