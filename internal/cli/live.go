@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/gitws"
@@ -19,14 +19,14 @@ import (
 // stderrTerminalWidth reports whether the process's stderr is a terminal,
 // and its width in columns.
 func stderrTerminalWidth() (int, bool) {
-	if _, err := unix.IoctlGetTermios(2, unix.TCGETS); err != nil {
+	if !term.IsTerminal(2) {
 		return 0, false
 	}
-	ws, err := unix.IoctlGetWinsize(2, unix.TIOCGWINSZ)
-	if err != nil || ws.Col == 0 {
+	cols, _, err := term.GetSize(2)
+	if err != nil || cols == 0 {
 		return 80, true
 	}
-	return int(ws.Col), true
+	return cols, true
 }
 
 // liveView draws a build on a terminal: one line per work order, redrawn

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // A stamp tells, without running git, that git's index or refs cannot have
@@ -40,11 +39,14 @@ func stampPaths(files, trees []string) string {
 			fmt.Fprintf(&b, "%q -\n", p)
 			return nil, true
 		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		if err != nil || !ok {
+		if err != nil {
 			return nil, false
 		}
-		fmt.Fprintf(&b, "%q %d %d %d.%d %d.%d\n", p, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
+		line, ok := statLine(info)
+		if !ok {
+			return nil, false
+		}
+		fmt.Fprintf(&b, "%q %s\n", p, line)
 		return info, true
 	}
 	for _, p := range files {

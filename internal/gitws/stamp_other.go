@@ -1,0 +1,8 @@
+//go:build !linux
+
+package gitws
+
+import "os"
+
+// statLine reports no stamp off Linux: Rollback always asks git there.
+func statLine(os.FileInfo) (string, bool) { return "", false }
