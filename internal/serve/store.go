@@ -154,6 +154,7 @@ type buildEntry struct {
 	fold    *buildFold
 	sumKey  string
 	summary *builder.Summary
+	sumErr  string // why the summary at sumKey could not be read
 }
 
 // loopEntry caches the fold of a loop run's events.jsonl.
@@ -240,8 +241,8 @@ func (s *store) build(o int, hash string) (*buildFold, *builder.Summary, error) 
 	evInfo, evErr := os.Stat(filepath.Join(src.dir, "builds", hash, "events.jsonl"))
 	sumInfo, sumErr := os.Stat(filepath.Join(src.dir, "builds", hash, "build_summary.json"))
 	if evErr == nil && evInfo.Size() == e.fold.Offset && e.fold.Lines > 0 &&
-		(sumErr != nil && e.summary == nil || sumErr == nil && fmt.Sprint(sumInfo.Size(), sumInfo.ModTime().UnixNano()) == e.sumKey) {
-		return e.fold.clone(), e.summary, nil
+		(sumErr != nil && e.summary == nil && e.sumErr == "" || sumErr == nil && fmt.Sprint(sumInfo.Size(), sumInfo.ModTime().UnixNano()) == e.sumKey) {
+		return e.withSummaryError(), e.summary, nil
 	}
 	found := false
 	if r, err := src.open(); err == nil {
@@ -254,6 +255,8 @@ func (s *store) build(o int, hash string) (*buildFold, *builder.Summary, error) 
 			off, _ := scanReader(f, e.fold.Offset, func(line []byte, _ int64) bool {
 				if ev, ok := decodeEvent(line); ok {
 					e.fold.apply(ev)
+				} else {
+					e.fold.Skipped++
 				}
 				return true
 			})
@@ -265,16 +268,29 @@ func (s *store) build(o int, hash string) (*buildFold, *builder.Summary, error) 
 		found = true
 		k := fmt.Sprint(info.Size(), info.ModTime().UnixNano())
 		if k != e.sumKey {
+			// A summary that cannot be read is no summary, said so: not the
+			// one read before it changed.
 			var sum builder.Summary
 			if err := src.readJSON(dir+"/build_summary.json", &sum); err == nil {
-				e.summary, e.sumKey = &sum, k
+				e.summary, e.sumErr = &sum, ""
+			} else {
+				e.summary, e.sumErr = nil, fmt.Sprintf("build_summary.json could not be read: %v", err)
 			}
+			e.sumKey = k
 		}
+	} else {
+		e.sumErr = ""
 	}
 	if !found {
 		return nil, nil, fs.ErrNotExist
 	}
-	return e.fold.clone(), e.summary, nil
+	return e.withSummaryError(), e.summary, nil
+}
+
+func (e *buildEntry) withSummaryError() *buildFold {
+	c := e.fold.clone()
+	c.SummaryError = e.sumErr
+	return c
 }
 
 // buildStatus decides a build's status. Finished sessions say so in their

@@ -56,7 +56,12 @@ type BuildView struct {
 	WOs        []WOView                  `json:"work_orders"`
 	Events     []json.RawMessage         `json:"events"` // the last ones
 	EventsFrom int64                     `json:"events_offset"`
-	Activity   *Activity                 `json:"activity,omitempty"`
+	// Damage: lines of events.jsonl skipped as unreadable, and why
+	// build_summary.json could not be read. The page says its view is
+	// partial.
+	EventsSkipped int       `json:"events_skipped"`
+	SummaryError  string    `json:"summary_error,omitempty"`
+	Activity      *Activity `json:"activity,omitempty"`
 }
 
 // WOView is one work order of a build: its outcome, its latest run's
@@ -78,6 +83,7 @@ type WOView struct {
 type RunSummary struct {
 	ID      string                  `json:"id"`
 	Summary *factory.RunSummary     `json:"summary"`
+	Error   string                  `json:"summary_error,omitempty"` // run_summary.json is there but unreadable
 	Briefs  []*factory.FailureBrief `json:"failure_briefs"`
 }
 
@@ -116,7 +122,7 @@ func (s *Server) buildView(ctx context.Context, o int, hash string) (*BuildView,
 	}
 	row, _ := s.st.buildRow(ctx, o, hash)
 	src := s.st.outs[o]
-	v := &BuildView{Out: o, Hash: hash, Row: row, Summary: sum}
+	v := &BuildView{Out: o, Hash: hash, Row: row, Summary: sum, EventsSkipped: fold.Skipped, SummaryError: fold.SummaryError}
 	s.readPlan(src, hash, v)
 	repo := fold.Repo
 	if repo == "" && sum != nil {
@@ -244,13 +250,15 @@ func (s *Server) woView(ctx context.Context, src *source, o int, hash, id string
 	for _, r := range runs {
 		rs := RunSummary{ID: r}
 		var rsum factory.RunSummary
-		if src.readJSON(base+"/"+r+"/run_summary.json", &rsum) == nil {
+		if err := src.readJSON(base+"/"+r+"/run_summary.json", &rsum); err == nil {
 			rs.Summary = &rsum
 			for _, a := range rsum.Attempts {
 				if a.FailureBrief != nil {
 					rs.Briefs = append(rs.Briefs, a.FailureBrief)
 				}
 			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			rs.Error = fmt.Sprintf("run_summary.json could not be read: %v", err)
 		}
 		w.Runs = append(w.Runs, rs)
 	}
