@@ -164,7 +164,9 @@ func loadCase(dir string) (*Case, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		problems = append(problems, "unknown keys: "+strings.Join(unknown, ", "))
+		// The values decoded are not to be trusted (which spelling won
+		// depends on map order): report the keys alone, the same each time.
+		return nil, fmt.Errorf("%s: unknown keys: %s", CaseFile, strings.Join(unknown, ", "))
 	}
 	switch {
 	case c.Spec == "" && c.Plan == "":
