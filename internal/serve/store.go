@@ -165,6 +165,7 @@ type loopEntry struct {
 	lastEvent  string
 	terminal   string // the last complete/stuck/interrupted/repairs_exhausted event
 	iterations int
+	skipped    int // lines that could not be read
 }
 
 type store struct {
@@ -544,7 +545,8 @@ func (s *store) loopFold(l int, id string) loopEntry {
 	}
 	e.offset, _ = scanReader(f, e.offset, func(line []byte, _ int64) bool {
 		var ev loop.Event
-		if json.Unmarshal(line, &ev) != nil {
+		if line == nil || json.Unmarshal(line, &ev) != nil {
+			e.skipped++
 			return true
 		}
 		t, _ := time.Parse(time.RFC3339Nano, ev.Time)
@@ -570,6 +572,7 @@ func (s *store) loopFold(l int, id string) loopEntry {
 type loopState struct {
 	Current  bool // the run .runner/run.json names
 	RunState loop.RunState
+	RunErr   string     // why run.json could not be read
 	Tree     *tree.Node // the current tree, for the current run
 	TreeErr  string
 	Sel      tree.Selection
@@ -578,7 +581,11 @@ type loopState struct {
 func (s *store) loopState(l int, id string) loopState {
 	var st loopState
 	src := s.loops[l]
-	if src.readJSON("run.json", &st.RunState) == nil && st.RunState.RunID == id {
+	err := src.readJSON("run.json", &st.RunState)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		st.RunErr = fmt.Sprintf(".runner/run.json could not be read: %v", err)
+	}
+	if err == nil && st.RunState.RunID == id {
 		st.Current = true
 		data, _, err := src.readFile("tree.json", tree.MaxFileBytes+1)
 		if err == nil {

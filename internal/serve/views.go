@@ -652,6 +652,10 @@ type LoopView struct {
 	Events     []json.RawMessage `json:"events"`
 	EventsFrom int64             `json:"events_offset"`
 	Src        string            `json:"-"`
+	// Damage: unreadable lines of events.jsonl, and why run.json could
+	// not be read (then whether the tree is this run's is unknown).
+	EventsSkipped int    `json:"events_skipped"`
+	RunStateError string `json:"run_state_error,omitempty"`
 }
 
 // IterLine is one iteration's directory and meta.json.
@@ -659,7 +663,9 @@ type IterLine struct {
 	Dir  string     `json:"dir"` // "3", or "3.interrupted"
 	N    int        `json:"n"`
 	Meta *loop.Meta `json:"meta"`
-	URL  string     `json:"url"`
+	// MetaError says why a meta.json that is there could not be read.
+	MetaError string `json:"meta_error,omitempty"`
+	URL       string `json:"url"`
 }
 
 func (s *Server) loopView(ctx context.Context, l int, id string) (*LoopView, error) {
@@ -669,7 +675,8 @@ func (s *Server) loopView(ctx context.Context, l int, id string) (*LoopView, err
 	src := s.st.loops[l]
 	v := &LoopView{Repo: l, ID: id, Row: s.st.loopRow(ctx, l, id), Src: fmt.Sprintf("/files/loop/%d", l)}
 	st := s.st.loopState(l, id)
-	v.Current, v.Tree, v.TreeErr = st.Current, st.Tree, st.TreeErr
+	v.Current, v.Tree, v.TreeErr, v.RunStateError = st.Current, st.Tree, st.TreeErr, st.RunErr
+	v.EventsSkipped = s.st.loopFold(l, id).skipped
 	if st.Sel.Node != nil && st.Sel.Status == tree.StatusOpen {
 		v.Selected = st.Sel.Node.ID
 	}
@@ -689,10 +696,7 @@ func (s *Server) loopView(ctx context.Context, l int, id string) (*LoopView, err
 			continue
 		}
 		it := IterLine{Dir: e.Name(), N: n, URL: fmt.Sprintf("/loops/%d/%s/%s", l, id, e.Name())}
-		var m loop.Meta
-		if src.readJSON("iterations/"+id+"/"+e.Name()+"/meta.json", &m) == nil {
-			it.Meta = &m
-		}
+		it.Meta, it.MetaError = readMeta(src, "iterations/"+id+"/"+e.Name()+"/meta.json")
 		v.Iterations = append(v.Iterations, it)
 	}
 	slices.SortStableFunc(v.Iterations, func(a, b IterLine) int { return a.N - b.N })
@@ -711,6 +715,7 @@ type IterView struct {
 	Executor   Text        `json:"executor_log"`
 	Transcript []TurnEntry `json:"transcript,omitempty"`
 	Diff       []DiffFile  `json:"diff"`
+	MetaError  string      `json:"meta_error,omitempty"`
 	Files      string      `json:"-"`
 	Src        string      `json:"-"`
 	URL        string      `json:"url"`
@@ -727,10 +732,7 @@ func (s *Server) iterView(l int, id, dir string) (*IterView, error) {
 	}
 	v := &IterView{Repo: l, RunID: id, Dir: dir, Files: fmt.Sprintf("/files/loop/%d/%s", l, base), Src: fmt.Sprintf("/files/loop/%d", l),
 		URL: fmt.Sprintf("/loops/%d/%s/%s", l, id, dir)}
-	var m loop.Meta
-	if src.readJSON(base+"/meta.json", &m) == nil {
-		v.Meta = &m
-	}
+	v.Meta, v.MetaError = readMeta(src, base+"/meta.json")
 	v.Prompt = readText(src, base+"/prompt.md", s.maxText)
 	v.Guard = readText(src, base+"/guard.log", s.maxText)
 	v.Executor = readText(src, base+"/executor.log", s.maxText)
@@ -738,6 +740,20 @@ func (s *Server) iterView(l int, id, dir string) (*IterView, error) {
 	patch := readText(src, base+"/diff.patch", 4<<20)
 	v.Diff = parsePatch(patch.Text)
 	return v, nil
+}
+
+// readMeta reads an iteration's meta.json: nil and "" when there is none
+// (the iteration was cut off), nil and why when it is there but unreadable.
+func readMeta(src *source, name string) (*loop.Meta, string) {
+	var m loop.Meta
+	err := src.readJSON(name, &m)
+	switch {
+	case err == nil:
+		return &m, ""
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, ""
+	}
+	return nil, fmt.Sprintf("meta.json could not be read: %v", err)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, errNotFound) || errors.Is(err, fs.ErrNotExist) }
