@@ -16,13 +16,15 @@ import (
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/loop"
 	"github.com/factory-harness/factory/internal/loop/tree"
+	"github.com/factory-harness/factory/internal/workorder"
 )
 
 // fuzzHash is the build of the fuzzing fixture.
 const fuzzHash = "aaaa000000000001"
 
 // fuzzPages are what a browser asks for about the build.
-var fuzzPages = []string{"/", "/builds/0/" + fuzzHash, "/builds/0/" + fuzzHash + "/WO-01/r1/1", "/api/index", "/api/builds/0/" + fuzzHash}
+var fuzzPages = []string{"/", "/builds/0/" + fuzzHash, "/builds/0/" + fuzzHash + "/WO-01/r1/1", "/api/index", "/api/builds/0/" + fuzzHash,
+	"/api/builds/0/" + fuzzHash + "/WO-01/r1/1"}
 
 // servePages answers fuzzPages from a fresh server over out.
 func servePages(t *testing.T, out string) map[string]string {
@@ -78,16 +80,18 @@ func checkPages(t *testing.T, pages map[string]string) {
 }
 
 // FuzzBuildPage writes a build's events.jsonl, build_summary.json, a run's
-// run_summary.json and an attempt's model reply from the input into an out
-// directory (the rest as a real build leaves it) and serves the index, the
-// build page and the attempt page, as HTML and JSON, through the real
-// handler. Properties: every page answers 200, the same when served again
-// (from the caches) and by a second server; no page holds a <script but
-// the layout's own; a build_summary.json or run_summary.json that does not
-// decode is named on the page as a partial view, as are unreadable lines
-// of events.jsonl; and with damage set, an unreadable line and a line over
-// the 1 MiB bound put before the events change nothing but the count of
-// skipped lines: the lines after them are read as before.
+// run_summary.json and an attempt's model reply and proposed_writes.json
+// from the input into an out directory (the rest as a real build leaves
+// it) and serves the index, the build page and the attempt page, as HTML
+// and JSON, through the real handler. Properties: every page answers 200,
+// the same when served again (from the caches) and by a second server; no
+// page holds a <script but the layout's own; a build_summary.json,
+// run_summary.json or proposed_writes.json that does not decode is named
+// on the page as a partial view (an attempt is then not called running or
+// passed), as are unreadable lines of events.jsonl; and with damage set,
+// an unreadable line and a line over the 1 MiB bound put before the events
+// change nothing but the count of skipped lines: the lines after them are
+// read as before.
 func FuzzBuildPage(f *testing.F) {
 	seedOut := f.TempDir()
 	fixtureBuild(f, seedOut, fuzzHash, true)
@@ -101,18 +105,19 @@ func FuzzBuildPage(f *testing.F) {
 	}
 	events, summary := read("events.jsonl"), read("build_summary.json")
 	runSum, reply := read("WO-01/r1/run_summary.json"), read("WO-01/r1/attempt_1/llm_response_raw.txt")
-	f.Add(events, summary, runSum, reply, false)
-	f.Add(events, summary, runSum, reply, true)
-	f.Add(events[:len(events)/2], summary[:len(summary)/2], runSum[:len(runSum)/2], reply[:len(reply)/2], false)
-	f.Add(events[:len(events)-1], []byte("null"), []byte("{}"), []byte(""), true)
+	prop := read("WO-01/r1/attempt_1/proposed_writes.json")
+	f.Add(events, summary, runSum, reply, prop, false)
+	f.Add(events, summary, runSum, reply, prop, true)
+	f.Add(events[:len(events)/2], summary[:len(summary)/2], runSum[:len(runSum)/2], reply[:len(reply)/2], prop[:len(prop)/2], false)
+	f.Add(events[:len(events)-1], []byte("null"), []byte("{}"), []byte(""), []byte(`{"writes":[{"path":"../../x","content":"<script>"}]}`), true)
 	lines := bytes.SplitAfter(events, []byte("\n"))
-	f.Add(bytes.Join(lines[:len(lines)-2], nil), []byte(""), []byte("[]"), []byte(xssScript), false) // no build_end
+	f.Add(bytes.Join(lines[:len(lines)-2], nil), []byte(""), []byte("[]"), []byte(xssScript), []byte(`{"summary":1}`), false) // no build_end
 	f.Add([]byte("{\"event\":\"build_start\",\"ts\":\"x\"}\n\n{\"event\":\"node\",\"wo\":\"<script>x</script>\",\"attempt\":-1}\n\xff\n"),
 		[]byte(`{"verdict":"PASS","work_orders":[{"id":"<script>","outcome":"passed","commit":"<script>"}]}`),
-		[]byte(`{"verdict":"<script>alert(1)</script>","attempts":[{"failure_brief":{"stage":"<ScRiPt>"}}]}`), []byte("<SCRIPT>"), false)
+		[]byte(`{"verdict":"<script>alert(1)</script>","attempts":[{"failure_brief":{"stage":"<ScRiPt>"}}]}`), []byte("<SCRIPT>"), []byte("{"), false)
 	f.Add([]byte(`{"event":"wo_start","wo":"WO-01"}`+"\n"+`{"event":"build_end","verdict":"</pre><script>"}`+"\n"), []byte(`{"work_orders":[{"id":"a/../b"}]}`),
-		[]byte(`{"attempts":null}`), []byte("\x00"), false)
-	f.Add([]byte(`{"event":"node","tokens":9223372036854775807}`+"\n"+`{"event":"node","tokens":1}`+"\n"), []byte(`{"tokens":1e400}`), []byte(`{"verdict":1}`), []byte{}, true)
+		[]byte(`{"attempts":null}`), []byte("\x00"), []byte(`{"writes":[{"path":"a.py","content":"</pre><script>x</script>","base_sha256":"<script>"}]}`), false)
+	f.Add([]byte(`{"event":"node","tokens":9223372036854775807}`+"\n"+`{"event":"node","tokens":1}`+"\n"), []byte(`{"tokens":1e400}`), []byte(`{"verdict":1}`), []byte{}, []byte("null"), true)
 
 	out := f.TempDir()
 	fixtureBuild(f, out, fuzzHash, true)
@@ -124,11 +129,12 @@ func FuzzBuildPage(f *testing.F) {
 			t.Fatal(err)
 		}
 	}
-	f.Fuzz(func(t *testing.T, events, summary, runSum, reply []byte, damage bool) {
+	f.Fuzz(func(t *testing.T, events, summary, runSum, reply, prop []byte, damage bool) {
 		put(t, out, "events.jsonl", events)
 		put(t, out, "build_summary.json", summary)
 		put(t, out, "WO-01/r1/run_summary.json", runSum)
 		put(t, out, "WO-01/r1/attempt_1/llm_response_raw.txt", reply)
+		put(t, out, "WO-01/r1/attempt_1/proposed_writes.json", prop)
 		pages := servePages(t, out)
 		if again := servePages(t, out); !maps.Equal(pages, again) {
 			t.Fatal("a second server serves other pages")
@@ -147,9 +153,23 @@ func FuzzBuildPage(f *testing.F) {
 		} else if view.SummaryError != "" {
 			t.Fatalf("a readable build_summary.json is called unreadable: %s", view.SummaryError)
 		}
+		attemptPage := pages["/builds/0/"+fuzzHash+"/WO-01/r1/1"]
+		var attempt AttemptView
+		if err := json.Unmarshal([]byte(pages["/api/builds/0/"+fuzzHash+"/WO-01/r1/1"]), &attempt); err != nil {
+			t.Fatal(err)
+		}
 		var rsum factory.RunSummary
-		if err := json.Unmarshal(runSum, &rsum); err != nil && !strings.Contains(buildPage, "run_summary.json could not be read") {
-			t.Fatalf("an unreadable run_summary.json (%v) is not named on the build page", err)
+		if err := json.Unmarshal(runSum, &rsum); err != nil {
+			if !strings.Contains(buildPage, "run_summary.json could not be read") || !strings.Contains(attemptPage, "Partial view: run_summary.json could not be read") {
+				t.Fatalf("an unreadable run_summary.json (%v) is not named on the build and attempt pages", err)
+			}
+			if attempt.Verdict == "running" || attempt.Verdict == "PASS" {
+				t.Fatalf("with its run_summary.json unreadable (%v), the attempt is called %s", err, attempt.Verdict)
+			}
+		}
+		var wp workorder.WriteProposal
+		if err := json.Unmarshal(prop, &wp); err != nil && !strings.Contains(attemptPage, "Partial view: proposed_writes.json could not be read") {
+			t.Fatalf("an unreadable proposed_writes.json (%v) is not named on the attempt page", err)
 		}
 		if (view.EventsSkipped > 0) != strings.Contains(buildPage, "could not be read and were skipped") {
 			t.Fatalf("%d skipped lines, and the page says otherwise", view.EventsSkipped)
@@ -161,6 +181,7 @@ func FuzzBuildPage(f *testing.F) {
 		put(t, damagedOut, "build_summary.json", summary)
 		put(t, damagedOut, "WO-01/r1/run_summary.json", runSum)
 		put(t, damagedOut, "WO-01/r1/attempt_1/llm_response_raw.txt", reply)
+		put(t, damagedOut, "WO-01/r1/attempt_1/proposed_writes.json", prop)
 		var damaged BuildView
 		if err := json.Unmarshal([]byte(servePages(t, damagedOut)["/api/builds/0/"+fuzzHash]), &damaged); err != nil {
 			t.Fatal(err)

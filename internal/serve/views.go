@@ -455,6 +455,9 @@ type AttemptView struct {
 	Src       string                 `json:"-"` // the /files/ prefix of the artifact dir
 	URL       string                 `json:"url"`
 	Model     string                 `json:"model"`
+	// Damaged lists the artifacts that are there but could not be read:
+	// the page is a partial view, and says so.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // CmdView is one command an attempt ran.
@@ -474,13 +477,20 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		return nil, errNotFound
 	}
 	v := &AttemptView{N: n, Files: fmt.Sprintf("/files/out/%d/%s", o, dir), Src: fmt.Sprintf("/files/out/%d", o)}
+	read := func(name string, x any) bool {
+		err := src.readJSON(name, x)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			v.Damaged = append(v.Damaged, fmt.Sprintf("%s could not be read: %v", name[strings.LastIndex(name, "/")+1:], err))
+		}
+		return err == nil
+	}
 	var wo workorder.WorkOrder
-	if src.readJSON(dir+"/work_order.json", &wo) == nil {
+	if read(dir+"/work_order.json", &wo) {
 		v.WorkOrder = &wo
 	}
 	var sum factory.RunSummary
 	baseline := ""
-	if src.readJSON(dir+"/run_summary.json", &sum) == nil {
+	if read(dir+"/run_summary.json", &sum) {
 		v.EnvPassed, v.Model = sum.EnvPassed, sum.LLMModel
 		v.Sandbox = fmt.Sprintf("%s: %s (network: %s)", sum.Sandbox.Mode, sum.Sandbox.Mechanism, sum.Sandbox.Network)
 		baseline = sum.BaselineCommit
@@ -494,7 +504,7 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 	v.Prompt = readText(src, ad+"/se_prompt.txt", s.maxText)
 	v.Reply = readText(src, ad+"/llm_response_raw.txt", s.maxText)
 	var prop workorder.WriteProposal
-	if src.readJSON(ad+"/proposed_writes.json", &prop) == nil {
+	if read(ad+"/proposed_writes.json", &prop) {
 		v.Proposal = prop.Summary
 		git := s.st.git(ctx, repo)
 		for _, w := range prop.Writes {
@@ -502,12 +512,12 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		}
 	}
 	var wr factory.WriteResult
-	if src.readJSON(ad+"/write_result.json", &wr) == nil {
+	if read(ad+"/write_result.json", &wr) {
 		v.Write = &wr
 	}
 	var verify, accept []factory.CmdResult
-	_ = src.readJSON(ad+"/verify_result.json", &verify)
-	_ = src.readJSON(ad+"/acceptance_result.json", &accept)
+	read(ad+"/verify_result.json", &verify)
+	read(ad+"/acceptance_result.json", &accept)
 	if v.Record != nil && verify == nil && accept == nil {
 		verify, accept = v.Record.Verify, v.Record.Acceptance
 	}
@@ -518,7 +528,7 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		v.Commands = append(v.Commands, cmdView("acceptance", c, v.Files))
 	}
 	var brief factory.FailureBrief
-	if src.readJSON(ad+"/failure_brief.json", &brief) == nil {
+	if read(ad+"/failure_brief.json", &brief) {
 		v.Brief = &brief
 	} else if v.Record != nil {
 		v.Brief = v.Record.FailureBrief
@@ -528,6 +538,8 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		v.Verdict = "PASS"
 	case v.Brief != nil:
 		v.Verdict = "FAIL"
+	case len(v.Damaged) > 0: // not "running": what would say otherwise is unreadable
+		v.Verdict = "unknown"
 	default:
 		v.Verdict = "running"
 	}
