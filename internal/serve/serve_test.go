@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,6 +294,8 @@ func TestLiveStreamSendsAppendedLines(t *testing.T) {
 		t.Fatalf("content type %q", ct)
 	}
 	f, _ := os.OpenFile(events, os.O_APPEND|os.O_WRONLY, 0)
+	// A CR between JSON tokens is valid JSON but ends an SSE line: sent compacted.
+	fmt.Fprint(f, "{\"event\":\"plan\",\r\"source\":\"cr\"}\n")
 	fmt.Fprint(f, `{"event":"wo_start","wo":"WO-02","ts":"2026-01-02T03:05:00Z"}`+"\n"+`{"event":"node","wo":"WO-02"`) // the second line is incomplete
 	f.Close()
 	got := make(chan string, 10)
@@ -312,6 +315,9 @@ func TestLiveStreamSendsAppendedLines(t *testing.T) {
 		case d := <-got:
 			lines = append(lines, d)
 			if strings.Contains(d, `"wo":"WO-02"`) && strings.Contains(d, "wo_start") {
+				if !slices.Contains(lines, `{"event":"plan","source":"cr"}`) {
+					t.Errorf("the line with a CR did not arrive compacted: %q", lines)
+				}
 				for _, l := range lines {
 					if strings.Contains(l, `"event":"node","wo":"WO-02"`) {
 						t.Errorf("an incomplete line was sent: %s", l)
