@@ -73,7 +73,8 @@ func readResults(path string) ([]Result, error) {
 	var out []Result
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
@@ -85,9 +86,32 @@ func readResults(path string) ([]Result, error) {
 			}
 			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
 		}
+		// A whole line that no run writes is damage, not a crash: taken
+		// as done, it would stand for a run that never happened.
+		if msg := r.problem(); msg != "" {
+			return nil, fmt.Errorf("%s line %d: %s", path, n, msg)
+		}
 		out = append(out, r)
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s line %d: %w", path, n, err)
+	}
+	return out, nil
+}
+
+// problem says what makes r a result no run writes; "" if nothing.
+func (r Result) problem() string {
+	switch {
+	case r.Case == "" || r.Model == "":
+		return "a result names its case and model"
+	case r.Run < 1:
+		return fmt.Sprintf("run %d: runs count from 1", r.Run)
+	case r.Status != StatusSolved && r.Status != StatusUnsolved && r.Status != StatusError:
+		return fmt.Sprintf("unknown status %q", r.Status)
+	case r.Solved != (r.Status == StatusSolved):
+		return fmt.Sprintf("solved is %v but the status is %q", r.Solved, r.Status)
+	}
+	return ""
 }
 
 // sortResults orders results by case, then model in the order given, then

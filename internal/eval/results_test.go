@@ -11,7 +11,7 @@ import (
 // line in the middle is an error.
 func TestReadResults(t *testing.T) {
 	dir := t.TempDir()
-	good := `{"case":"a","model":"m","run":1,"status":"solved"}` + "\n"
+	good := `{"case":"a","model":"m","run":1,"status":"solved","solved":true}` + "\n"
 	path := filepath.Join(dir, "r.jsonl")
 	os.WriteFile(path, []byte(good+`{"case":"a","mod`), 0o644)
 	rs, err := readResults(path)

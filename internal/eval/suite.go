@@ -84,6 +84,17 @@ type Suite struct {
 	SHA256 string
 }
 
+// MaxTimeoutSeconds bounds a timeout of case.toml: a week, far below
+// where seconds overflow a time.Duration.
+const MaxTimeoutSeconds = 7 * 24 * 3600
+
+// caseKeys are the keys of case.toml, as md.Keys paths joined with NUL.
+var caseKeys = map[string]bool{
+	"description": true, "spec": true, "plan": true, "start": true, "hidden": true, "checks": true,
+	"max_attempts": true, "plan_max_attempts": true, "timeout_seconds": true,
+	"checks\x00name": true, "checks\x00command": true, "checks\x00timeout_seconds": true,
+}
+
 var caseName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Load reads the suite in dir: every subdirectory (but those whose name
@@ -143,12 +154,19 @@ func loadCase(dir string) (*Case, error) {
 		return nil, fmt.Errorf("%s: %w", CaseFile, err)
 	}
 	var problems []string
-	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
+	// md.Undecoded is not enough: the decoder also matches keys
+	// case-insensitively, so `Spec` would be read, and of `spec` and
+	// `SPEC` either one could win. Every key must be spelled as documented.
+	var unknown []string
+	for _, k := range md.Keys() {
+		if !caseKeys[strings.Join(k, "\x00")] && !slices.Contains(unknown, k.String()) {
+			unknown = append(unknown, k.String())
 		}
-		problems = append(problems, "unknown keys: "+strings.Join(keys, ", "))
+	}
+	if len(unknown) > 0 {
+		// The values decoded are not to be trusted (which spelling won
+		// depends on map order): report the keys alone, the same each time.
+		return nil, fmt.Errorf("%s: unknown keys: %s", CaseFile, strings.Join(unknown, ", "))
 	}
 	switch {
 	case c.Spec == "" && c.Plan == "":
@@ -174,12 +192,15 @@ func loadCase(dir string) (*Case, error) {
 		if len(ch.Command) == 0 || ch.Command[0] == "" {
 			problems = append(problems, fmt.Sprintf("checks[%d]: command must be a non-empty list of arguments", i))
 		}
-		if ch.TimeoutSeconds < 0 {
-			problems = append(problems, fmt.Sprintf("checks[%d]: timeout_seconds cannot be negative", i))
+		if ch.TimeoutSeconds < 0 || ch.TimeoutSeconds > MaxTimeoutSeconds {
+			problems = append(problems, fmt.Sprintf("checks[%d]: timeout_seconds must be between 0 and %d (a week)", i, MaxTimeoutSeconds))
 		}
 	}
 	if c.MaxAttempts < 0 || c.PlanMaxAttempts < 0 || c.TimeoutSeconds < 0 {
 		problems = append(problems, "max_attempts, plan_max_attempts and timeout_seconds cannot be negative")
+	}
+	if c.TimeoutSeconds > MaxTimeoutSeconds {
+		problems = append(problems, fmt.Sprintf("timeout_seconds cannot exceed %d (a week)", MaxTimeoutSeconds))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s: %s", CaseFile, strings.Join(problems, "; "))

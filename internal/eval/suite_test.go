@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func writeTree(t *testing.T, root string, files map[string]string) {
+func writeTree(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for p, content := range files {
 		full := filepath.Join(root, filepath.FromSlash(p))
@@ -35,6 +35,11 @@ func TestLoadCase(t *testing.T) {
 				"[[checks]]\nname = \"n\"\ncommand = [\"true\"]\ntimeout_seconds = 5\n",
 			"plan/WO-01.json": "{}", "start/a.py": "", "hidden/t.py": ""}, ""},
 		{"unknown top-level key", map[string]string{"case.toml": "spec = \"spec.md\"\nretries = 2\n" + goodCheck, "spec.md": "x"}, "unknown keys: retries"},
+		{"a key spelled otherwise", map[string]string{"case.toml": "Spec = \"spec.md\"\n" + goodCheck, "spec.md": "x"}, "unknown keys: Spec"},
+		{"two spellings of a key", map[string]string{"case.toml": "spec = \"spec.md\"\nSPEC = \"other.md\"\n" + goodCheck, "spec.md": "x", "other.md": "x"}, "unknown keys: SPEC"},
+		{"a check key spelled otherwise", map[string]string{"case.toml": "spec = \"spec.md\"\n[[checks]]\nCommand = [\"true\"]\n", "spec.md": "x"}, "unknown keys: checks.Command"},
+		{"a timeout beyond a week", map[string]string{"case.toml": "spec = \"spec.md\"\ntimeout_seconds = 9223372036854775807\n" + goodCheck, "spec.md": "x"}, "cannot exceed 604800"},
+		{"a check timeout beyond a week", map[string]string{"case.toml": "spec = \"spec.md\"\n[[checks]]\ncommand = [\"true\"]\ntimeout_seconds = 604801\n", "spec.md": "x"}, "checks[0]: timeout_seconds must be between 0 and 604800"},
 		{"unknown check key", map[string]string{"case.toml": "spec = \"spec.md\"\n[[checks]]\ncommand = [\"true\"]\nshell = true\n", "spec.md": "x"}, "unknown keys: checks.shell"},
 		{"neither spec nor plan", map[string]string{"case.toml": goodCheck}, `give spec = "FILE" or plan = "DIR"`},
 		{"both spec and plan", map[string]string{"case.toml": "spec = \"spec.md\"\nplan = \"plan\"\n" + goodCheck, "spec.md": "x", "plan/x": ""}, "cannot both be given"},

@@ -82,22 +82,33 @@ func WriteJournalFile(p string, v any) error {
 // ReadJournalFile decodes the journal WriteJournalFile wrote at p into v,
 // and refuses one cut short or damaged.
 func ReadJournalFile(p string, v any) error {
-	data, err := os.ReadFile(p)
+	body, err := ReadJournalBody(p)
 	if err != nil {
-		return fmt.Errorf("read journal: %w", err)
-	}
-	body, sumLine, ok := bytes.Cut(data, []byte("\n"+journalSumPrefix))
-	if !ok || !bytes.HasSuffix(sumLine, []byte("\n")) {
-		return fmt.Errorf("journal %s is cut short or damaged: it does not end with its checksum line", p)
-	}
-	sum := sha256.Sum256(body)
-	if string(sumLine) != hex.EncodeToString(sum[:])+"\n" {
-		return fmt.Errorf("journal %s is damaged: its content does not match its checksum", p)
+		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("read journal %s: %w", p, err)
 	}
 	return nil
+}
+
+// ReadJournalBody returns the JSON of the journal WriteJournalFile wrote at
+// p, its checksum verified, for a reader that checks more than decoding
+// does (builder.ReadSpend accepts only the bytes its record encodes to).
+func ReadJournalBody(p string) ([]byte, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	body, sumLine, ok := bytes.Cut(data, []byte("\n"+journalSumPrefix))
+	if !ok || !bytes.HasSuffix(sumLine, []byte("\n")) {
+		return nil, fmt.Errorf("journal %s is cut short or damaged: it does not end with its checksum line", p)
+	}
+	sum := sha256.Sum256(body)
+	if string(sumLine) != hex.EncodeToString(sum[:])+"\n" {
+		return nil, fmt.Errorf("journal %s is damaged: its content does not match its checksum", p)
+	}
+	return body, nil
 }
 
 // RunningCommand identifies the process group of a command the harness

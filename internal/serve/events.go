@@ -48,7 +48,9 @@ func (e Event) Time() time.Time {
 // scanLines calls fn for every complete line of the file at path from byte
 // offset from on, one line in memory at a time, and returns the offset
 // after the last complete line: a line still being written (no newline
-// yet) is left for the next call. fn returning false stops the scan.
+// yet) is left for the next call. A line longer than maxEventLine is not
+// held: fn gets nil for it, so that a reader can count it as unreadable.
+// fn returning false stops the scan.
 func scanLines(path string, from int64, fn func(line []byte, end int64) bool) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -90,7 +92,10 @@ func scanReader(f io.ReadSeeker, from int64, fn func(line []byte, end int64) boo
 			line, long = append(long, chunk...), nil
 		}
 		if tooLong {
-			tooLong = false
+			tooLong, line = false, nil
+			if !fn(nil, done) {
+				return done, nil
+			}
 			continue
 		}
 		if !fn(bytes.TrimRight(line, "\r\n"), done) {

@@ -8,19 +8,24 @@ import (
 // that a log of any length is read once and held in memory as one entry
 // per work order, attempt and node.
 type buildFold struct {
-	Offset     int64 // bytes of events.jsonl folded so far
-	Lines      int
-	Start      time.Time // the first build_start
-	Last       time.Time // the last event
-	Repo       string
-	Branch     string
-	BaseCommit string
-	Total      int  // work orders in the plan; 0 until it is known
-	Ended      bool // the last session wrote build_end
-	Verdict    string
-	Tokens     int64
-	CostUSD    *float64 // cumulative, from the last node event
-	WOs        []*woFold
+	Offset int64 // bytes of events.jsonl folded so far
+	Lines  int
+	// Skipped counts the lines of events.jsonl that could not be read (not
+	// a JSON object, or over maxEventLine): the page says its view is
+	// partial. SummaryError says why build_summary.json could not be read.
+	Skipped      int
+	SummaryError string
+	Start        time.Time // the first build_start
+	Last         time.Time // the last event
+	Repo         string
+	Branch       string
+	BaseCommit   string
+	Total        int  // work orders in the plan; 0 until it is known
+	Ended        bool // the last session wrote build_end
+	Verdict      string
+	Tokens       int64
+	CostUSD      *float64 // cumulative, from the last node event
+	WOs          []*woFold
 	// Current is the last event of the session, while it runs.
 	Current Event
 }

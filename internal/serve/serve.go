@@ -477,9 +477,13 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, src *source, nam
 		n := 0
 		if root, err := src.open(); err == nil {
 			if f, err := root.Open(name); err == nil {
+				var compact bytes.Buffer
 				off, _ = scanReader(f, off, func(line []byte, end int64) bool {
-					if json.Valid(line) {
-						fmt.Fprintf(w, "id: %d\nevent: ev\ndata: %s\n\n", end, s.red.bytes(line))
+					// Compacted: JSON may hold a bare CR between tokens,
+					// which would end the SSE data line early.
+					compact.Reset()
+					if json.Compact(&compact, line) == nil {
+						fmt.Fprintf(w, "id: %d\nevent: ev\ndata: %s\n\n", end, s.red.bytes(compact.Bytes()))
 						n++
 					}
 					return n < 1000 // a burst is sent in slices

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ const (
 	fakeKey   = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
 )
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func write(t *testing.T, path, content string) {
 	}
 }
 
-func jsonLine(t *testing.T, v any) string {
+func jsonLine(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -47,7 +48,7 @@ func jsonLine(t *testing.T, v any) string {
 
 // fixtureBuild writes a finished build with one failed work order whose
 // reply and logs carry hostile payloads and a key, into out/builds/hash.
-func fixtureBuild(t *testing.T, out, hash string, ended bool) {
+func fixtureBuild(t testing.TB, out, hash string, ended bool) {
 	t.Helper()
 	dir := filepath.Join(out, "builds", hash)
 	ts := func(s int) string { return time.Date(2026, 1, 2, 3, 4, s, 0, time.UTC).Format(time.RFC3339Nano) }
@@ -293,6 +294,8 @@ func TestLiveStreamSendsAppendedLines(t *testing.T) {
 		t.Fatalf("content type %q", ct)
 	}
 	f, _ := os.OpenFile(events, os.O_APPEND|os.O_WRONLY, 0)
+	// A CR between JSON tokens is valid JSON but ends an SSE line: sent compacted.
+	fmt.Fprint(f, "{\"event\":\"plan\",\r\"source\":\"cr\"}\n")
 	fmt.Fprint(f, `{"event":"wo_start","wo":"WO-02","ts":"2026-01-02T03:05:00Z"}`+"\n"+`{"event":"node","wo":"WO-02"`) // the second line is incomplete
 	f.Close()
 	got := make(chan string, 10)
@@ -312,6 +315,9 @@ func TestLiveStreamSendsAppendedLines(t *testing.T) {
 		case d := <-got:
 			lines = append(lines, d)
 			if strings.Contains(d, `"wo":"WO-02"`) && strings.Contains(d, "wo_start") {
+				if !slices.Contains(lines, `{"event":"plan","source":"cr"}`) {
+					t.Errorf("the line with a CR did not arrive compacted: %q", lines)
+				}
 				for _, l := range lines {
 					if strings.Contains(l, `"event":"node","wo":"WO-02"`) {
 						t.Errorf("an incomplete line was sent: %s", l)
@@ -330,12 +336,18 @@ func TestScanLinesKeepsIncompleteLine(t *testing.T) {
 	long := strings.Repeat("x", maxEventLine+10)
 	write(t, p, "{\"a\":1}\n"+long+"\n{\"b\":2}\n{\"c\":")
 	var got []string
-	off, err := scanLines(p, 0, func(line []byte, _ int64) bool { got = append(got, string(line)); return true })
+	off, err := scanLines(p, 0, func(line []byte, _ int64) bool {
+		if line == nil {
+			line = []byte("<too long>")
+		}
+		got = append(got, string(line))
+		return true
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{`{"a":1}`, `{"b":2}`}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("%d lines (first lengths %d), want %q (the over-long line skipped)", len(got), len(got[min(1, len(got)-1)]), want)
+	if want := []string{`{"a":1}`, "<too long>", `{"b":2}`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%d lines (second length %d), want %q (the over-long line not held)", len(got), len(got[min(1, len(got)-1)]), want)
 	}
 	if info, _ := os.Stat(p); off != info.Size()-int64(len(`{"c":`)) {
 		t.Errorf("offset %d: should stop before the incomplete line", off)

@@ -154,6 +154,7 @@ type buildEntry struct {
 	fold    *buildFold
 	sumKey  string
 	summary *builder.Summary
+	sumErr  string // why the summary at sumKey could not be read
 }
 
 // loopEntry caches the fold of a loop run's events.jsonl.
@@ -164,6 +165,7 @@ type loopEntry struct {
 	lastEvent  string
 	terminal   string // the last complete/stuck/interrupted/repairs_exhausted event
 	iterations int
+	skipped    int // lines that could not be read
 }
 
 type store struct {
@@ -240,8 +242,8 @@ func (s *store) build(o int, hash string) (*buildFold, *builder.Summary, error) 
 	evInfo, evErr := os.Stat(filepath.Join(src.dir, "builds", hash, "events.jsonl"))
 	sumInfo, sumErr := os.Stat(filepath.Join(src.dir, "builds", hash, "build_summary.json"))
 	if evErr == nil && evInfo.Size() == e.fold.Offset && e.fold.Lines > 0 &&
-		(sumErr != nil && e.summary == nil || sumErr == nil && fmt.Sprint(sumInfo.Size(), sumInfo.ModTime().UnixNano()) == e.sumKey) {
-		return e.fold.clone(), e.summary, nil
+		(sumErr != nil && e.summary == nil && e.sumErr == "" || sumErr == nil && fmt.Sprint(sumInfo.Size(), sumInfo.ModTime().UnixNano()) == e.sumKey) {
+		return e.withSummaryError(), e.summary, nil
 	}
 	found := false
 	if r, err := src.open(); err == nil {
@@ -254,6 +256,8 @@ func (s *store) build(o int, hash string) (*buildFold, *builder.Summary, error) 
 			off, _ := scanReader(f, e.fold.Offset, func(line []byte, _ int64) bool {
 				if ev, ok := decodeEvent(line); ok {
 					e.fold.apply(ev)
+				} else {
+					e.fold.Skipped++
 				}
 				return true
 			})
@@ -265,16 +269,29 @@ func (s *store) build(o int, hash string) (*buildFold, *builder.Summary, error) 
 		found = true
 		k := fmt.Sprint(info.Size(), info.ModTime().UnixNano())
 		if k != e.sumKey {
+			// A summary that cannot be read is no summary, said so: not the
+			// one read before it changed.
 			var sum builder.Summary
 			if err := src.readJSON(dir+"/build_summary.json", &sum); err == nil {
-				e.summary, e.sumKey = &sum, k
+				e.summary, e.sumErr = &sum, ""
+			} else {
+				e.summary, e.sumErr = nil, fmt.Sprintf("build_summary.json could not be read: %v", err)
 			}
+			e.sumKey = k
 		}
+	} else {
+		e.sumErr = ""
 	}
 	if !found {
 		return nil, nil, fs.ErrNotExist
 	}
-	return e.fold.clone(), e.summary, nil
+	return e.withSummaryError(), e.summary, nil
+}
+
+func (e *buildEntry) withSummaryError() *buildFold {
+	c := e.fold.clone()
+	c.SummaryError = e.sumErr
+	return c
 }
 
 // buildStatus decides a build's status. Finished sessions say so in their
@@ -528,7 +545,8 @@ func (s *store) loopFold(l int, id string) loopEntry {
 	}
 	e.offset, _ = scanReader(f, e.offset, func(line []byte, _ int64) bool {
 		var ev loop.Event
-		if json.Unmarshal(line, &ev) != nil {
+		if line == nil || json.Unmarshal(line, &ev) != nil {
+			e.skipped++
 			return true
 		}
 		t, _ := time.Parse(time.RFC3339Nano, ev.Time)
@@ -554,6 +572,7 @@ func (s *store) loopFold(l int, id string) loopEntry {
 type loopState struct {
 	Current  bool // the run .runner/run.json names
 	RunState loop.RunState
+	RunErr   string     // why run.json could not be read
 	Tree     *tree.Node // the current tree, for the current run
 	TreeErr  string
 	Sel      tree.Selection
@@ -562,7 +581,11 @@ type loopState struct {
 func (s *store) loopState(l int, id string) loopState {
 	var st loopState
 	src := s.loops[l]
-	if src.readJSON("run.json", &st.RunState) == nil && st.RunState.RunID == id {
+	err := src.readJSON("run.json", &st.RunState)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		st.RunErr = fmt.Sprintf(".runner/run.json could not be read: %v", err)
+	}
+	if err == nil && st.RunState.RunID == id {
 		st.Current = true
 		data, _, err := src.readFile("tree.json", tree.MaxFileBytes+1)
 		if err == nil {

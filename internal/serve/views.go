@@ -56,7 +56,12 @@ type BuildView struct {
 	WOs        []WOView                  `json:"work_orders"`
 	Events     []json.RawMessage         `json:"events"` // the last ones
 	EventsFrom int64                     `json:"events_offset"`
-	Activity   *Activity                 `json:"activity,omitempty"`
+	// Damage: lines of events.jsonl skipped as unreadable, and why
+	// build_summary.json could not be read. The page says its view is
+	// partial.
+	EventsSkipped int       `json:"events_skipped"`
+	SummaryError  string    `json:"summary_error,omitempty"`
+	Activity      *Activity `json:"activity,omitempty"`
 }
 
 // WOView is one work order of a build: its outcome, its latest run's
@@ -78,6 +83,7 @@ type WOView struct {
 type RunSummary struct {
 	ID      string                  `json:"id"`
 	Summary *factory.RunSummary     `json:"summary"`
+	Error   string                  `json:"summary_error,omitempty"` // run_summary.json is there but unreadable
 	Briefs  []*factory.FailureBrief `json:"failure_briefs"`
 }
 
@@ -116,7 +122,7 @@ func (s *Server) buildView(ctx context.Context, o int, hash string) (*BuildView,
 	}
 	row, _ := s.st.buildRow(ctx, o, hash)
 	src := s.st.outs[o]
-	v := &BuildView{Out: o, Hash: hash, Row: row, Summary: sum}
+	v := &BuildView{Out: o, Hash: hash, Row: row, Summary: sum, EventsSkipped: fold.Skipped, SummaryError: fold.SummaryError}
 	s.readPlan(src, hash, v)
 	repo := fold.Repo
 	if repo == "" && sum != nil {
@@ -244,13 +250,15 @@ func (s *Server) woView(ctx context.Context, src *source, o int, hash, id string
 	for _, r := range runs {
 		rs := RunSummary{ID: r}
 		var rsum factory.RunSummary
-		if src.readJSON(base+"/"+r+"/run_summary.json", &rsum) == nil {
+		if err := src.readJSON(base+"/"+r+"/run_summary.json", &rsum); err == nil {
 			rs.Summary = &rsum
 			for _, a := range rsum.Attempts {
 				if a.FailureBrief != nil {
 					rs.Briefs = append(rs.Briefs, a.FailureBrief)
 				}
 			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			rs.Error = fmt.Sprintf("run_summary.json could not be read: %v", err)
 		}
 		w.Runs = append(w.Runs, rs)
 	}
@@ -447,6 +455,9 @@ type AttemptView struct {
 	Src       string                 `json:"-"` // the /files/ prefix of the artifact dir
 	URL       string                 `json:"url"`
 	Model     string                 `json:"model"`
+	// Damaged lists the artifacts that are there but could not be read:
+	// the page is a partial view, and says so.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // CmdView is one command an attempt ran.
@@ -466,13 +477,20 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		return nil, errNotFound
 	}
 	v := &AttemptView{N: n, Files: fmt.Sprintf("/files/out/%d/%s", o, dir), Src: fmt.Sprintf("/files/out/%d", o)}
+	read := func(name string, x any) bool {
+		err := src.readJSON(name, x)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			v.Damaged = append(v.Damaged, fmt.Sprintf("%s could not be read: %v", name[strings.LastIndex(name, "/")+1:], err))
+		}
+		return err == nil
+	}
 	var wo workorder.WorkOrder
-	if src.readJSON(dir+"/work_order.json", &wo) == nil {
+	if read(dir+"/work_order.json", &wo) {
 		v.WorkOrder = &wo
 	}
 	var sum factory.RunSummary
 	baseline := ""
-	if src.readJSON(dir+"/run_summary.json", &sum) == nil {
+	if read(dir+"/run_summary.json", &sum) {
 		v.EnvPassed, v.Model = sum.EnvPassed, sum.LLMModel
 		v.Sandbox = fmt.Sprintf("%s: %s (network: %s)", sum.Sandbox.Mode, sum.Sandbox.Mechanism, sum.Sandbox.Network)
 		baseline = sum.BaselineCommit
@@ -486,7 +504,7 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 	v.Prompt = readText(src, ad+"/se_prompt.txt", s.maxText)
 	v.Reply = readText(src, ad+"/llm_response_raw.txt", s.maxText)
 	var prop workorder.WriteProposal
-	if src.readJSON(ad+"/proposed_writes.json", &prop) == nil {
+	if read(ad+"/proposed_writes.json", &prop) {
 		v.Proposal = prop.Summary
 		git := s.st.git(ctx, repo)
 		for _, w := range prop.Writes {
@@ -494,12 +512,12 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		}
 	}
 	var wr factory.WriteResult
-	if src.readJSON(ad+"/write_result.json", &wr) == nil {
+	if read(ad+"/write_result.json", &wr) {
 		v.Write = &wr
 	}
 	var verify, accept []factory.CmdResult
-	_ = src.readJSON(ad+"/verify_result.json", &verify)
-	_ = src.readJSON(ad+"/acceptance_result.json", &accept)
+	read(ad+"/verify_result.json", &verify)
+	read(ad+"/acceptance_result.json", &accept)
 	if v.Record != nil && verify == nil && accept == nil {
 		verify, accept = v.Record.Verify, v.Record.Acceptance
 	}
@@ -510,7 +528,7 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		v.Commands = append(v.Commands, cmdView("acceptance", c, v.Files))
 	}
 	var brief factory.FailureBrief
-	if src.readJSON(ad+"/failure_brief.json", &brief) == nil {
+	if read(ad+"/failure_brief.json", &brief) {
 		v.Brief = &brief
 	} else if v.Record != nil {
 		v.Brief = v.Record.FailureBrief
@@ -520,6 +538,8 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		v.Verdict = "PASS"
 	case v.Brief != nil:
 		v.Verdict = "FAIL"
+	case len(v.Damaged) > 0: // not "running": what would say otherwise is unreadable
+		v.Verdict = "unknown"
 	default:
 		v.Verdict = "running"
 	}
@@ -644,6 +664,10 @@ type LoopView struct {
 	Events     []json.RawMessage `json:"events"`
 	EventsFrom int64             `json:"events_offset"`
 	Src        string            `json:"-"`
+	// Damage: unreadable lines of events.jsonl, and why run.json could
+	// not be read (then whether the tree is this run's is unknown).
+	EventsSkipped int    `json:"events_skipped"`
+	RunStateError string `json:"run_state_error,omitempty"`
 }
 
 // IterLine is one iteration's directory and meta.json.
@@ -651,7 +675,9 @@ type IterLine struct {
 	Dir  string     `json:"dir"` // "3", or "3.interrupted"
 	N    int        `json:"n"`
 	Meta *loop.Meta `json:"meta"`
-	URL  string     `json:"url"`
+	// MetaError says why a meta.json that is there could not be read.
+	MetaError string `json:"meta_error,omitempty"`
+	URL       string `json:"url"`
 }
 
 func (s *Server) loopView(ctx context.Context, l int, id string) (*LoopView, error) {
@@ -661,7 +687,8 @@ func (s *Server) loopView(ctx context.Context, l int, id string) (*LoopView, err
 	src := s.st.loops[l]
 	v := &LoopView{Repo: l, ID: id, Row: s.st.loopRow(ctx, l, id), Src: fmt.Sprintf("/files/loop/%d", l)}
 	st := s.st.loopState(l, id)
-	v.Current, v.Tree, v.TreeErr = st.Current, st.Tree, st.TreeErr
+	v.Current, v.Tree, v.TreeErr, v.RunStateError = st.Current, st.Tree, st.TreeErr, st.RunErr
+	v.EventsSkipped = s.st.loopFold(l, id).skipped
 	if st.Sel.Node != nil && st.Sel.Status == tree.StatusOpen {
 		v.Selected = st.Sel.Node.ID
 	}
@@ -681,10 +708,7 @@ func (s *Server) loopView(ctx context.Context, l int, id string) (*LoopView, err
 			continue
 		}
 		it := IterLine{Dir: e.Name(), N: n, URL: fmt.Sprintf("/loops/%d/%s/%s", l, id, e.Name())}
-		var m loop.Meta
-		if src.readJSON("iterations/"+id+"/"+e.Name()+"/meta.json", &m) == nil {
-			it.Meta = &m
-		}
+		it.Meta, it.MetaError = readMeta(src, "iterations/"+id+"/"+e.Name()+"/meta.json")
 		v.Iterations = append(v.Iterations, it)
 	}
 	slices.SortStableFunc(v.Iterations, func(a, b IterLine) int { return a.N - b.N })
@@ -703,6 +727,7 @@ type IterView struct {
 	Executor   Text        `json:"executor_log"`
 	Transcript []TurnEntry `json:"transcript,omitempty"`
 	Diff       []DiffFile  `json:"diff"`
+	MetaError  string      `json:"meta_error,omitempty"`
 	Files      string      `json:"-"`
 	Src        string      `json:"-"`
 	URL        string      `json:"url"`
@@ -719,10 +744,7 @@ func (s *Server) iterView(l int, id, dir string) (*IterView, error) {
 	}
 	v := &IterView{Repo: l, RunID: id, Dir: dir, Files: fmt.Sprintf("/files/loop/%d/%s", l, base), Src: fmt.Sprintf("/files/loop/%d", l),
 		URL: fmt.Sprintf("/loops/%d/%s/%s", l, id, dir)}
-	var m loop.Meta
-	if src.readJSON(base+"/meta.json", &m) == nil {
-		v.Meta = &m
-	}
+	v.Meta, v.MetaError = readMeta(src, base+"/meta.json")
 	v.Prompt = readText(src, base+"/prompt.md", s.maxText)
 	v.Guard = readText(src, base+"/guard.log", s.maxText)
 	v.Executor = readText(src, base+"/executor.log", s.maxText)
@@ -730,6 +752,20 @@ func (s *Server) iterView(l int, id, dir string) (*IterView, error) {
 	patch := readText(src, base+"/diff.patch", 4<<20)
 	v.Diff = parsePatch(patch.Text)
 	return v, nil
+}
+
+// readMeta reads an iteration's meta.json: nil and "" when there is none
+// (the iteration was cut off), nil and why when it is there but unreadable.
+func readMeta(src *source, name string) (*loop.Meta, string) {
+	var m loop.Meta
+	err := src.readJSON(name, &m)
+	switch {
+	case err == nil:
+		return &m, ""
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, ""
+	}
+	return nil, fmt.Sprintf("meta.json could not be read: %v", err)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, errNotFound) || errors.Is(err, fs.ErrNotExist) }
