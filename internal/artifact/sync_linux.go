@@ -21,3 +21,23 @@ func syncTogether(dir string, _ []string) error {
 	}
 	return nil
 }
+
+// syncDirs makes the files written in dirs durable: one syncfs per file
+// system among them.
+func syncDirs(dirs []string, _ map[string][]string) error {
+	synced := map[uint64]bool{}
+	for _, dir := range dirs {
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); err != nil {
+			return fmt.Errorf("stat directory %s: %w", dir, err)
+		}
+		if synced[st.Dev] {
+			continue
+		}
+		if err := syncTogether(dir, nil); err != nil {
+			return err
+		}
+		synced[st.Dev] = true
+	}
+	return nil
+}

@@ -23,3 +23,14 @@ func syncTogether(dir string, paths []string) error {
 	}
 	return SyncDir(dir)
 }
+
+// syncDirs makes the files written in dirs durable: each file, then its
+// directory.
+func syncDirs(dirs []string, files map[string][]string) error {
+	for _, dir := range dirs {
+		if err := syncTogether(dir, files[dir]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

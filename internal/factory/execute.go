@@ -37,6 +37,10 @@ type attempt struct {
 	accept       []CmdResult
 	brief        *FailureBrief
 	rollback     *RollbackRecord
+	// batch holds the attempt's artifacts and work-tree writes until the
+	// attempt ends, when they are made durable together: recovery needs
+	// only the journal, which is synced on its own before the first write.
+	batch artifact.Batch
 }
 
 // undo is what git cannot put back after TR's writes; it goes into the
@@ -281,7 +285,8 @@ func (r *Run) after(ctx context.Context, node string, s *state) error {
 }
 
 // persist is the after-node hook: each node's artifacts are written as soon
-// as the node finishes, so an interrupted run still leaves its trail.
+// as the node finishes, so an interrupted run still leaves its trail, and
+// the attempt's files are made durable together after finalize.
 func (r *Run) persist(_ context.Context, node string, s *state) error {
 	a := s.cur
 	// A node's files are written together and made durable together (one
@@ -315,10 +320,13 @@ func (r *Run) persist(_ context.Context, node string, s *state) error {
 	if encErr != nil {
 		return encErr
 	}
-	if len(files) == 0 {
-		return nil
+	if err := a.batch.Write(a.dir, files); err != nil {
+		return err
 	}
-	return artifact.WriteFilesAtomic(a.dir, files)
+	if node == nodeFinalize {
+		return a.batch.Sync()
+	}
+	return nil
 }
 
 func nonNil[T any](s []T) []T {

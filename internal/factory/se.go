@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/factory-harness/factory/internal/artifact"
 	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/workorder"
@@ -31,7 +30,7 @@ func (r *Run) se(ctx context.Context, s *state) error {
 	if err != nil {
 		return err
 	}
-	if err := writeText(filepath.Join(a.dir, "se_prompt.txt"), "### system\n"+prompt.system+"\n### user\n"+prompt.user); err != nil {
+	if err := a.batch.WriteFile(filepath.Join(a.dir, "se_prompt.txt"), []byte("### system\n"+prompt.system+"\n### user\n"+prompt.user), 0o644); err != nil {
 		return err
 	}
 	req := llm.Request{
@@ -286,10 +285,6 @@ func fence(text string) string {
 		text += "\n"
 	}
 	return f + "\n" + text + f
-}
-
-func writeText(path, text string) error {
-	return artifact.WriteFileAtomic(path, []byte(text), 0o644)
 }
 
 // newBrief builds a FailureBrief with the excerpt cut to MaxExcerptChars.

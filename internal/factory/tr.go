@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/factory-harness/factory/internal/artifact"
 	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/workorder"
 )
@@ -83,7 +82,7 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 		if st.exists {
 			mode = st.mode
 		}
-		if err := artifact.WriteFileAtomic(full, content, mode); err != nil {
+		if err := a.batch.WriteFile(full, content, mode); err != nil {
 			return fail(StageWriteFailed, []string{fmt.Sprintf("%s: %v", p, err)})
 		}
 		res.Files = append(res.Files, WrittenFile{
