@@ -450,7 +450,7 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	}
 	// A directory a command left unreadable would hide its content from git
 	// and from the removals below (when not running as root).
-	errs = append(errs, r.unlockDirs(".", b)...)
+	errs = append(errs, r.unlockChanged(b)...)
 	// A plain reset --hard deletes files that are in the index but not in the
 	// target, so a baseline ignored file the attempt staged or committed
 	// (git add -f .env) would be lost. Resetting the index first turns such
@@ -543,7 +543,7 @@ func (r *Repo) Tidy(ctx context.Context, b Baseline) (rep RollbackReport, clean 
 	fail := func(err error) (RollbackReport, bool, error) {
 		return rep, false, fmt.Errorf("clean up at %s: %w", b.Commit, err)
 	}
-	errs := r.unlockDirs(".", b)
+	errs := r.unlockChanged(b)
 	out, err := r.query(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored",
 		"--ignore-submodules=none", "--no-renames")
 	if err != nil {
@@ -592,16 +592,48 @@ func (r *Repo) unlockDirs(rel string, b Baseline) []error {
 		if err != nil {
 			continue
 		}
-		if want, ok := b.Modes[p]; ok && want == permBits(info.Mode()) && want&0o700 != 0o700 {
+		errs = append(errs, r.unlockDir(p, info, b, true)...)
+	}
+	return errs
+}
+
+// unlockDir is unlockDirs for the directory p, and with deep for
+// everything below it.
+func (r *Repo) unlockDir(p string, info fs.FileInfo, b Baseline, deep bool) []error {
+	if want, ok := b.Modes[p]; ok && want == permBits(info.Mode()) && want&0o700 != 0o700 {
+		return nil
+	}
+	if info.Mode().Perm()&0o700 != 0o700 {
+		if err := os.Chmod(r.abs(p), permBits(info.Mode())|0o700); err != nil {
+			return []error{fmt.Errorf("make directory %s accessible: %w", p, err)}
+		}
+	}
+	if !deep {
+		return nil
+	}
+	return r.unlockDirs(p, b)
+}
+
+// unlockChanged is unlockDirs(".", b), but where b's watch saw every change
+// it looks only at the directories whose attributes changed and, deeply,
+// at those created or moved since the snapshot: no other directory can
+// have lost its owner's access.
+func (r *Repo) unlockChanged(b Baseline) []error {
+	changed, ok := b.watch.paths()
+	if !ok {
+		return r.unlockDirs(".", b)
+	}
+	var errs []error
+	// Sorted, a parent comes before what is inside it.
+	for _, p := range slices.Sorted(maps.Keys(changed)) {
+		if slices.Contains(strings.Split(p, "/"), ".git") {
 			continue
 		}
-		if info.Mode().Perm()&0o700 != 0o700 {
-			if err := os.Chmod(r.abs(p), permBits(info.Mode())|0o700); err != nil {
-				errs = append(errs, fmt.Errorf("make directory %s accessible: %w", p, err))
-				continue
-			}
+		info, err := os.Lstat(r.abs(p))
+		if err != nil || !info.IsDir() {
+			continue
 		}
-		errs = append(errs, r.unlockDirs(p, b)...)
+		errs = append(errs, r.unlockDir(p, info, b, changed[p])...)
 	}
 	return errs
 }

@@ -167,7 +167,8 @@ func TestRollbackRestoresModes(t *testing.T) {
 			chmod(t, f.root, "src/pkg/util.py", 0o664)
 			chmod(t, f.root, "src/pkg", 0o750)
 			writeFile(t, f.root, "docs/a/b.md", "b\n")
-			git(t, f.root, "add", "docs")
+			writeFile(t, f.root, "lib/m.py", "m\n")
+			git(t, f.root, "add", "docs", "lib")
 			git(t, f.root, "commit", "-q", "-m", "docs")
 			chmod(t, f.root, "docs/a/b.md", 0o600)
 			chmod(t, f.root, "docs/a", 0o700)
@@ -190,6 +191,11 @@ func TestRollbackRestoresModes(t *testing.T) {
 			chmod(t, f.root, "src/pkg/util.py", 0o644)
 			chmod(t, f.root, ".env", 0o644)
 			chmod(t, f.root, "src/pkg", 0o755)
+			// A baseline directory a command locked after adding a file and
+			// changing one in it.
+			writeFile(t, f.root, "lib/new.py", "new\n")
+			writeFile(t, f.root, "lib/m.py", "changed\n")
+			chmod(t, f.root, "lib", 0)
 			// A directory a command left without any permission, with content.
 			writeFile(t, f.root, "locked/inner/x.txt", "x")
 			chmod(t, f.root, "locked/inner", 0)
