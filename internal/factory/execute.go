@@ -147,7 +147,11 @@ func (r *Run) Execute(ctx context.Context) (res Result, err error) {
 	}
 
 	s := &state{mark: time.Now()}
-	runErr := artifact.WriteJSON(filepath.Join(runDir, "work_order.json"), r.opts.WorkOrder)
+	// Made durable with the first attempt's files, or the run summary.
+	f, runErr := artifact.JSONFile("work_order.json", r.opts.WorkOrder)
+	if runErr == nil {
+		runErr = artifact.ReplaceFile(filepath.Join(runDir, f.Name), f.Data, f.Perm)
+	}
 	if runErr == nil {
 		runErr = r.runGraph(ctx, runDir, s)
 	}
