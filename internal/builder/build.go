@@ -389,6 +389,39 @@ type Pointer struct {
 	BuildDir   string `json:"build_dir"`
 }
 
+// ReadPointer reads the build pointer of repo strictly: the file lives in
+// the git directory, where a command run without confinement could have
+// written anything, and its plan hash names the spend record to read.
+// It returns an error wrapping fs.ErrNotExist when there is none.
+func ReadPointer(repo *gitws.Repo) (Pointer, error) {
+	path := repo.FactoryFile(PointerFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Pointer{}, fmt.Errorf("read the build pointer: %w", err)
+	}
+	var p Pointer
+	if err := workorder.DecodeStrict(data, &p); err != nil {
+		return Pointer{}, fmt.Errorf("read the build pointer %s: %w", path, err)
+	}
+	if !isPlanHash(p.PlanHash) {
+		return Pointer{}, fmt.Errorf("read the build pointer %s: plan_hash %q is not 16 lower-case hex digits", path, p.PlanHash)
+	}
+	return p, nil
+}
+
+// isPlanHash reports whether s is a plan hash as planHash makes them.
+func isPlanHash(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // PointerFile is the pointer's name in the git directory's factory/.
 const PointerFile = "build.json"
 

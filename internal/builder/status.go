@@ -41,16 +41,12 @@ func ReadStatus(ctx context.Context, repoDir string) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p Pointer
-	data, err := os.ReadFile(repo.FactoryFile(PointerFile))
+	p, err := ReadPointer(repo)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", repo.Root, ErrNoBuild)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the build pointer: %w", err)
-	}
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("read the build pointer %s: %w", repo.FactoryFile(PointerFile), err)
+		return nil, err
 	}
 	st := &Status{Repo: repo.Root, PlanHash: p.PlanHash, PlanSource: p.PlanSource, PlanDir: p.PlanDir, Spec: p.Spec,
 		Branch: p.Branch, BuildDir: p.BuildDir, WorkOrders: []WorkOrder{}}

@@ -25,8 +25,8 @@ func FuzzReadStatus(f *testing.F) {
 	}
 	git(f, repoDir, "init", "-q", "-b", "main")
 	git(f, repoDir, "commit", "-q", "--allow-empty", "-m", "start")
-	git(f, repoDir, "checkout", "-q", "-b", "factory/p1")
-	git(f, repoDir, "commit", "-q", "--allow-empty", "-m", "factory: WO-01 a\n\nFactory-Work-Order: WO-01\nFactory-Plan: p1\n")
+	git(f, repoDir, "checkout", "-q", "-b", "factory/1234567890abcdef")
+	git(f, repoDir, "commit", "-q", "--allow-empty", "-m", "factory: WO-01 a\n\nFactory-Work-Order: WO-01\nFactory-Plan: 1234567890abcdef\n")
 	wo1 := git(f, repoDir, "rev-parse", "HEAD")
 	planDir := filepath.Join(dir, "plan")
 	order := func(id string) string {
@@ -50,14 +50,14 @@ func FuzzReadStatus(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	pointer, _ := json.Marshal(Pointer{PlanHash: "p1", PlanDir: planDir, PlanSource: PlanGiven, Branch: "factory/p1", BuildDir: buildDir})
+	pointer, _ := json.Marshal(Pointer{PlanHash: "1234567890abcdef", PlanDir: planDir, PlanSource: PlanGiven, Branch: "factory/1234567890abcdef", BuildDir: buildDir})
 	if err := os.MkdirAll(repo.FactoryFile(""), 0o755); err != nil {
 		f.Fatal(err)
 	}
 	if err := os.WriteFile(repo.FactoryFile(PointerFile), pointer, 0o644); err != nil {
 		f.Fatal(err)
 	}
-	good, _ := json.MarshalIndent(Summary{Verdict: "FAIL", PlanHash: "p1", Failed: "WO-02", WorkOrders: []WorkOrder{
+	good, _ := json.MarshalIndent(Summary{Verdict: "FAIL", PlanHash: "1234567890abcdef", Failed: "WO-02", WorkOrders: []WorkOrder{
 		{ID: "WO-01", Title: "T", Outcome: OutcomePassed, Commit: wo1, Attempts: 1},
 		{ID: "WO-02", Title: "T", Outcome: OutcomeFailed, Stage: "acceptance", Attempts: 3},
 		{ID: "WO-03", Title: "T", Outcome: OutcomePending},

@@ -313,9 +313,7 @@ func (s *store) buildStatus(ctx context.Context, o int, hash string, f *buildFol
 	}
 	if r := s.git(ctx, repo); r != nil {
 		if _, held := r.LockHolder(); held {
-			var p builder.Pointer
-			data, err := os.ReadFile(r.FactoryFile(builder.PointerFile))
-			if err == nil && json.Unmarshal(data, &p) == nil && samePath(p.BuildDir, filepath.Join(s.outs[o].dir, "builds", hash)) {
+			if p, err := builder.ReadPointer(r); err == nil && samePath(p.BuildDir, filepath.Join(s.outs[o].dir, "builds", hash)) {
 				return StatusRunning, ""
 			}
 		}
