@@ -259,6 +259,9 @@ func FuzzResponsesReply(f *testing.F) {
 		{0, `{"status":"weird"}`, ""},
 		{0, `null`, ""},
 		{0, queued, `null`},
+		// Data after the object: the SDK decodes the first value only.
+		{0, completed + `, "usage":{}}`, ""},
+		{0, queued, completed + ` {}`},
 		{6, `{"error":{"message":"Unsupported parameter: 'temperature'","type":"invalid_request_error","param":"temperature","code":"unsupported_parameter"}}`, ""},
 		{13, `{"error":{"message":"server error","type":"server_error"}}`, ""},
 	} {

@@ -113,15 +113,15 @@ func (c *OpenAIChat) Complete(ctx context.Context, req Request) (Response, error
 		if err != nil {
 			return Response{}, err
 		}
-		var cc *openai.ChatCompletion
+		var body []byte
 		err = c.retry.do(ctx, "chat completion", req.Model, func(err error) bool { return droppable(err) != "" },
 			func(ctx context.Context) error {
-				var err error
-				cc, err = c.client.Chat.Completions.New(ctx, params)
+				body = nil
+				_, err := c.client.Chat.Completions.New(ctx, params, option.WithResponseBodyInto(&body))
 				return err
 			})
 		if err == nil {
-			return chatResponse(cc, req.Model, degraded)
+			return chatResponse(body, req.Model, degraded)
 		}
 		feature := droppable(err)
 		switch feature {
@@ -195,13 +195,10 @@ func chatParams(req Request, useSchema, useTemperature bool) (openai.ChatComplet
 	return params, nil
 }
 
-func chatResponse(cc *openai.ChatCompletion, model string, degraded []string) (Response, error) {
-	if cc == nil { // the body was JSON null
-		return Response{}, fmt.Errorf("chat completion with model %s: the server's reply is malformed: it is null", model)
-	}
-	var shape chatShape
-	if err := shape.check(cc.RawJSON()); err != nil {
-		return Response{}, fmt.Errorf("chat completion with model %s: the server's reply is malformed: %w", model, err)
+func chatResponse(body []byte, model string, degraded []string) (Response, error) {
+	var cc openai.ChatCompletion
+	if err := decodeReply(body, &chatShape{}, &cc); err != nil {
+		return Response{}, fmt.Errorf("chat completion with model %s: %w", model, err)
 	}
 	if len(cc.Choices) == 0 {
 		return Response{}, fmt.Errorf("chat completion with model %s: the server returned no choices", model)

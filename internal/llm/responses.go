@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 )
@@ -236,19 +236,18 @@ func toResponse(r *responses.Response, degraded []string) Response {
 	}.validText()
 }
 
-// checkResponse refuses a response object whose fields have the wrong
-// types (see shape.go); err is the SDK call's.
-func checkResponse(r *responses.Response, err error) error {
+// decodeResponse decodes a response object's whole body into *r, refusing
+// one whose fields have the wrong types (see shape.go); err is the SDK
+// call's.
+func decodeResponse(r **responses.Response, body []byte, err error) error {
 	if err != nil {
 		return err
 	}
-	if r == nil { // the body was JSON null
-		return errors.New("the server's reply is malformed: it is null")
+	var got responses.Response
+	if err := decodeReply(body, &responsesShape{}, &got); err != nil {
+		return err
 	}
-	var shape responsesShape
-	if err := shape.check(r.RawJSON()); err != nil {
-		return fmt.Errorf("the server's reply is malformed: %w", err)
-	}
+	*r = &got
 	return nil
 }
 
@@ -269,9 +268,9 @@ func (c *OpenAIResponses) run(ctx context.Context, model string, params response
 
 	var r *responses.Response
 	err := c.retry.do(wctx, "submit", model, nil, func(ctx context.Context) error {
-		var err error
-		r, err = c.client.Responses.New(ctx, params)
-		return checkResponse(r, err)
+		var body []byte
+		_, err := c.client.Responses.New(ctx, params, option.WithResponseBodyInto(&body))
+		return decodeResponse(&r, body, err)
 	})
 	_, provider := AsProviderError(err)
 	switch {
@@ -295,9 +294,9 @@ func (c *OpenAIResponses) run(ctx context.Context, model string, params response
 		if err == nil {
 			var got *responses.Response
 			err = c.retry.do(wctx, "poll "+id, model, nil, func(ctx context.Context) error {
-				var err error
-				got, err = c.client.Responses.Get(ctx, id, responses.ResponseGetParams{})
-				return checkResponse(got, err)
+				var body []byte
+				_, err := c.client.Responses.Get(ctx, id, responses.ResponseGetParams{}, option.WithResponseBodyInto(&body))
+				return decodeResponse(&got, body, err)
 			})
 			if err == nil {
 				r = got

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,24 @@ type replyUsage struct {
 	OutputTokens             *int64 `json:"output_tokens"`
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+}
+
+// decodeReply decodes a successful reply's whole body into dst with the
+// SDK's decoder, once shape (see above) has checked it. The SDKs decode only
+// the first JSON value of a body and drop whatever follows it, so the body
+// is taken whole (option.WithResponseBodyInto) and checked here, where
+// encoding/json refuses data after the value.
+func decodeReply(body []byte, shape interface{ check(string) error }, dst json.Unmarshaler) error {
+	if string(bytes.TrimSpace(body)) == "null" {
+		return errors.New("the server's reply is malformed: it is null")
+	}
+	if err := shape.check(string(body)); err != nil {
+		return fmt.Errorf("the server's reply is malformed: %w", err)
+	}
+	if err := dst.UnmarshalJSON(body); err != nil {
+		return fmt.Errorf("the server's reply is malformed: %w", err)
+	}
+	return nil
 }
 
 // checkShape decodes raw into shape (a pointer to one of the shapes below)
