@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -174,13 +175,19 @@ func (v *validator) contract(raw json.RawMessage) (*workorder.VerifyContract, bo
 			}
 		}
 	}
-	if strings.TrimSpace(c.Command) != "" {
-		if _, err := proc.ParseCommand(c.Command); err != nil {
-			v.planIssue("E000", "verify_contract.command", "%s", commandReason(err))
-		}
-	}
 	if len(v.issues) > before {
 		return nil, false
+	}
+	// A command that cannot run is the same error as in an acceptance
+	// command (E003, E007), not a malformed plan: like ParseManifest, the
+	// manifest still holds the contract.
+	if _, err := proc.ParseCommand(c.Command); err != nil {
+		var ce *proc.CommandError
+		if errors.As(err, &ce) && ce.Kind == proc.KindShellFeature {
+			v.planIssue("E003", "verify_contract.command", "%s; write one plain command with literal arguments", ce.Reason)
+		} else {
+			v.planIssue("E007", "verify_contract.command", "cannot be split into program arguments: %s", commandReason(err))
+		}
 	}
 	return &c, true
 }
