@@ -146,7 +146,8 @@ if [[ " $SCENARIOS " == *" repo "* ]]; then
 	# .git/info/refs and packed-refs, which factory reports as a command
 	# changing git metadata) and adds noise. Let it finish, then pack, off the
 	# clock, as a real repository is.
-	for _ in $(seq 1200); do [ -e "$repo/.git/gc.pid" ] || break; sleep 0.1; done
+	# The background gc may start after the commit returns: retry while it runs.
+	for _ in $(seq 1200); do git -C "$repo" gc -q 2>/dev/null && break; sleep 0.1; done
 	git -C "$repo" gc -q
 	git -C "$repo" status --porcelain >/dev/null # settle racily-clean index entries
 	base_branch=$(git -C "$repo" symbolic-ref --short HEAD)

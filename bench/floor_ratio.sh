@@ -67,7 +67,8 @@ bash "$MKREPO" "$repo" "$NFILES"
 # background, which rewrites .git/info/refs and packed-refs while the first runs
 # go on (factory then reports a command changing git metadata and fails). Let it
 # finish, then pack, off the clock, as build_ratio.sh does.
-for _ in $(seq 1200); do [ -e "$repo/.git/gc.pid" ] || break; sleep 0.1; done
+# The background gc may start after the commit returns: retry while it runs.
+for _ in $(seq 1200); do git -C "$repo" gc -q 2>/dev/null && break; sleep 0.1; done
 git -C "$repo" gc -q
 git -C "$repo" status --porcelain >/dev/null # settle racily-clean index entries
 
