@@ -157,21 +157,26 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 		}
 		return nil, preflightf("repository %s: %v", repo.Root, err)
 	}
-	// The index check, the dirty check and the baseline snapshot only read
-	// (git runs with GIT_OPTIONAL_LOCKS=0, so status does not even refresh
-	// the index), so they run at once; the snapshot counts only once the
-	// other two have passed, and their errors come in this order.
+	// The index check and the baseline snapshot only read (git runs with
+	// GIT_OPTIONAL_LOCKS=0), so they run at once; the dirty check then
+	// reads the stat data the snapshot's walk recorded instead of having
+	// git stat every file again. The snapshot counts only once the other two
+	// have passed, and their errors come in this order.
 	var (
 		hidden, submodules, dirty []string
 		indexErr, dirtyErr        error
 		wg                        sync.WaitGroup
 	)
 	wg.Go(func() { hidden, submodules, indexErr = repo.IndexProblems(ctx) })
-	if !opts.Clean || opts.Lock == nil {
-		wg.Go(func() { dirty, dirtyErr = repo.Dirty(ctx) })
-	}
 	baseline, snapErr := repo.SnapshotAt(ctx, head)
 	wg.Wait()
+	if !opts.Clean || opts.Lock == nil {
+		if snapErr == nil {
+			dirty, dirtyErr = repo.DirtyAt(ctx, &baseline)
+		} else {
+			dirty, dirtyErr = repo.Dirty(ctx)
+		}
+	}
 	if indexErr != nil {
 		return nil, preflightf("repository %s: %v", repo.Root, indexErr)
 	}

@@ -149,6 +149,11 @@ func FuzzStatusPaths(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The fast dirty check agrees with git status.
+		fast := b
+		if got, err := repo.DirtyAt(ctx, &fast); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("DirtyAt with %q present = %q, %v; want %q", rel, got, err, want)
+		}
 		if ignored != slices.Equal(b.Ignored, []string{rel}) {
 			t.Fatalf("Snapshot with %q present lists ignored %q", rel, b.Ignored)
 		}

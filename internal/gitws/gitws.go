@@ -272,6 +272,10 @@ type Baseline struct {
 	// watch, from Snapshot, says which paths may have changed mode since;
 	// nil (a Baseline built by hand or read from a journal) walks the tree.
 	watch *modeWatch
+	// walked is the stat data of the files Snapshot walked, and tree the
+	// tree of Commit, for DirtyAt.
+	walked []walkedFile
+	tree   string
 }
 
 // keeps reports whether Rollback must keep the untracked path p: it is in
@@ -330,10 +334,11 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 	// The walk of the work tree (an lstat of every file) needs no git: it
 	// runs while git lists the ignored files and the refs, which only read.
 	var empty []string
+	var files []walkedFile
 	modes := map[string]fs.FileMode{}
 	watch := newModeWatch(r.Root)
 	scanned := make(chan error, 1)
-	go func() { scanned <- scanTree(r.Root, ".", &empty, modes, watch) }()
+	go func() { scanned <- scanTree(r.Root, ".", &empty, modes, watch, &files) }()
 	wait := func() error {
 		err := <-scanned
 		scanned = nil
@@ -356,6 +361,8 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 	if st.refs, st.headRef, err = r.listRefs(ctx); err != nil {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
+	// For DirtyAt, while the walk goes on; "" (unknown) if git cannot say.
+	tree, _ := r.query(ctx, "rev-parse", "--verify", "-q", head+"^{tree}")
 	if err := wait(); err != nil {
 		watch.invalidate()
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
@@ -365,7 +372,8 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	st.ignored, st.dirModes = r.snapshotIgnored(ignored)
-	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, Modes: modes, state: st, watch: watch}, nil
+	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, Modes: modes, state: st, watch: watch,
+		walked: files, tree: strings.TrimSpace(string(tree))}, nil
 }
 
 // RollbackReport says what Rollback did and what it could not undo.

@@ -26,7 +26,7 @@ func BenchmarkScanTree(b *testing.B) {
 	for b.Loop() {
 		var empty []string
 		modes := map[string]fs.FileMode{}
-		if err := scanTree(root, ".", &empty, modes, nil); err != nil {
+		if err := scanTree(root, ".", &empty, modes, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 		if len(modes) != 10001 {

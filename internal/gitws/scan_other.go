@@ -15,8 +15,9 @@ import (
 // the permission bits of every file and directory (in modes), skipping .git
 // directories and symlinks' modes, and has watch (which may be nil) watch
 // each directory before reading it. Like git, it passes over directories it
-// may not read: Rollback cannot remove anything inside them either.
-func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, watch *modeWatch) error {
+// may not read: Rollback cannot remove anything inside them either. It
+// records no stat data in files: DirtyAt then asks git.
+func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, watch *modeWatch, _ *[]walkedFile) error {
 	watch.addDir(rel)
 	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
 	if errors.Is(err, fs.ErrPermission) {
@@ -39,7 +40,7 @@ func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, w
 				continue // gone meanwhile
 			}
 			modes[p] = permBits(info.Mode())
-			if err := scanTree(root, p, empty, modes, watch); err != nil {
+			if err := scanTree(root, p, empty, modes, watch, nil); err != nil {
 				return err
 			}
 		default:
