@@ -167,7 +167,7 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 		indexErr, dirtyErr        error
 		wg                        sync.WaitGroup
 	)
-	wg.Go(func() { hidden, submodules, indexErr = repo.IndexProblems(ctx) })
+	wg.Go(func() { hidden, submodules, indexErr = repo.IndexProblems(ctx, head) })
 	baseline, snapErr := repo.SnapshotAt(ctx, head)
 	wg.Wait()
 	if !opts.Clean || opts.Lock == nil {

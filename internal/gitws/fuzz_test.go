@@ -93,7 +93,7 @@ func gitRaw(t testing.TB, dir string, args ...string) string {
 // checks the readers of git's -z output: Dirty lists an untracked file as
 // "?? <name>" and nothing else, Snapshot lists an ignored one by its exact
 // path, IndexProblems names it once tracked and marked assume-unchanged,
-// and Tidy removes exactly the untracked file and leaves the tree
+// (both from git and from the index file) and Tidy removes exactly the untracked file and leaves the tree
 // clean with the ignored one in place.
 func FuzzStatusPaths(f *testing.F) {
 	for _, name := range []string{"new.txt", "with space", " leading", "trailing ", "quote\"d", "new\nline", "tab\t", "-> arrow", "R  x -> y", "\xff\xfe", "ünï", "\\back", "#hash", "!bang", "*star", "?? q"} {
@@ -164,9 +164,11 @@ func FuzzStatusPaths(f *testing.F) {
 		// names it exactly, from ls-files -s -v -z.
 		git(t, root, "--literal-pathspecs", "add", "--", name)
 		git(t, root, "update-index", "--assume-unchanged", "--", name)
-		hidden, subs, err := repo.IndexProblems(ctx)
-		if err != nil || !slices.Equal(hidden, []string{name}) || len(subs) != 0 {
-			t.Fatalf("IndexProblems with %q hidden = %q, %q, %v", name, hidden, subs, err)
+		for _, at := range []string{"", head} { // from git, from the index file
+			hidden, subs, err := repo.IndexProblems(ctx, at)
+			if err != nil || !slices.Equal(hidden, []string{name}) || len(subs) != 0 {
+				t.Fatalf("IndexProblems(%q) with %q hidden = %q, %q, %v", at, name, hidden, subs, err)
+			}
 		}
 		git(t, root, "--literal-pathspecs", "rm", "-q", "--cached", "--", name)
 		rep, clean, err := repo.Tidy(ctx, base)

@@ -197,7 +197,22 @@ func (r *Repo) Files(ctx context.Context) ([]string, error) {
 // skip-worktree (sparse checkouts) or assume-unchanged, which `reset --hard`
 // does not restore; submodules holds gitlinks, whose work trees are separate
 // repositories that a rollback of this one would not cover.
-func (r *Repo) IndexProblems(ctx context.Context) (hidden, submodules []string, err error) {
+//
+// With head, the commit HEAD names (its length gives the object ids'), it
+// reads the index file itself; without, or when it cannot (see
+// parseIndex), it asks git.
+func (r *Repo) IndexProblems(ctx context.Context, head string) (hidden, submodules []string, err error) {
+	if idx, _, err := r.readIndex(head); err == nil {
+		for _, e := range idx.entries {
+			if e.flags&entryAssumeValid != 0 || e.extFlags&entrySkipWorktree != 0 {
+				hidden = append(hidden, e.path)
+			}
+			if e.mode == 0o160000 {
+				submodules = append(submodules, e.path)
+			}
+		}
+		return hidden, r.withModulesDir(submodules), nil
+	}
 	out, err := r.query(ctx, "ls-files", "-s", "-v", "-z")
 	if err != nil {
 		return nil, nil, fmt.Errorf("git ls-files in %s: %w", r.Root, err)
@@ -228,10 +243,16 @@ func (r *Repo) IndexProblems(ctx context.Context) (hidden, submodules []string, 
 			submodules = append(submodules, string(p))
 		}
 	}
+	return hidden, r.withModulesDir(submodules), nil
+}
+
+// withModulesDir adds .git/modules, where git keeps submodules' own
+// repositories, to submodules when it exists.
+func (r *Repo) withModulesDir(submodules []string) []string {
 	if _, err := os.Stat(filepath.Join(r.CommonDir, "modules")); err == nil {
 		submodules = append(submodules, ".git/modules")
 	}
-	return hidden, submodules, nil
+	return submodules
 }
 
 // Dirty lists what makes the tree unclean: staged, unstaged and untracked

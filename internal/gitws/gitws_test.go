@@ -844,27 +844,31 @@ func TestIndexProblems(t *testing.T) {
 	f := newFixture(t)
 	r := f.repo
 	ctx := context.Background()
-	if hidden, subs, err := r.IndexProblems(ctx); err != nil || len(hidden)+len(subs) != 0 {
-		t.Fatalf("fresh repo: %v, %v, %v", hidden, subs, err)
+	head := git(t, f.root, "rev-parse", "HEAD")
+	// "" asks git (ls-files), head reads the index file: both must say the same.
+	check := func(what, wantHidden, wantSubs string) {
+		t.Helper()
+		for _, at := range []string{"", head} {
+			hidden, subs, err := r.IndexProblems(ctx, at)
+			if err != nil || strings.Join(hidden, ",") != wantHidden || strings.Join(subs, ",") != wantSubs {
+				t.Errorf("%s, IndexProblems(%q) = %v, %v, %v; want hidden %q, submodules %q", what, at, hidden, subs, err, wantHidden, wantSubs)
+			}
+		}
 	}
+	check("fresh repo", "", "")
 	git(t, f.root, "update-index", "--skip-worktree", "src/app.py")
 	git(t, f.root, "update-index", "--assume-unchanged", "README.md")
 	// A gitlink, as `git submodule add` records it, without the network.
-	head := git(t, f.root, "rev-parse", "HEAD")
 	git(t, f.root, "update-index", "--add", "--cacheinfo", "160000,"+head+",vendor/sub")
-	hidden, subs, err := r.IndexProblems(ctx)
-	if err != nil || strings.Join(hidden, ",") != "README.md,src/app.py" {
-		t.Errorf("hidden = %v, %v; want README.md and src/app.py", hidden, err)
-	}
-	if strings.Join(subs, ",") != "vendor/sub" {
-		t.Errorf("submodules = %v, want vendor/sub", subs)
-	}
+	check("marked entries and a gitlink", "README.md,src/app.py", "vendor/sub")
+	git(t, f.root, "update-index", "--index-version", "4")
+	check("index version 4", "README.md,src/app.py", "vendor/sub")
 	if err := os.MkdirAll(filepath.Join(f.root, ".git", "modules", "old"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, subs, _ := r.IndexProblems(ctx); strings.Join(subs, ",") != "vendor/sub,.git/modules" {
-		t.Errorf("submodules = %v, want vendor/sub and .git/modules", subs)
-	}
+	check("with .git/modules", "README.md,src/app.py", "vendor/sub,.git/modules")
+	git(t, f.root, "update-index", "--split-index") // not read here: git answers
+	check("split index", "README.md,src/app.py", "vendor/sub,.git/modules")
 }
 
 func TestFiles(t *testing.T) {

@@ -319,20 +319,7 @@ func (r *Repo) DirtyAt(ctx context.Context, b *Baseline) ([]string, error) {
 
 // provablyClean is DirtyAt's check; false means "ask git status".
 func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile) (bool, error) {
-	f, err := os.Open(filepath.Join(r.GitDir, "index"))
-	if err != nil {
-		return false, nil
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return false, nil
-	}
-	data := make([]byte, info.Size())
-	if _, err := io.ReadFull(f, data); err != nil {
-		return false, nil
-	}
-	idx, err := parseIndex(data, len(b.Commit)/2)
+	idx, info, err := r.readIndex(b.Commit)
 	if err != nil || idx.tree == "" {
 		return false, nil
 	}
@@ -382,6 +369,29 @@ func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile
 	// difference.
 	_, err = r.query(ctx, append([]string{"--literal-pathspecs", "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--"}, suspects...)...)
 	return err == nil, nil
+}
+
+// readIndex reads and parses the index of this work tree, whose object
+// ids are as long as head's, and returns it with the file's stat data.
+func (r *Repo) readIndex(head string) (*gitIndex, os.FileInfo, error) {
+	if !isHexHash(head) {
+		return nil, nil, errors.New("no commit to tell the object id length")
+	}
+	f, err := os.Open(filepath.Join(r.GitDir, "index"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	data := make([]byte, info.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, nil, err
+	}
+	idx, err := parseIndex(data, len(head)/2)
+	return idx, info, err
 }
 
 // ceMode is the index mode git gives a file of st_mode mode: a regular
