@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
@@ -181,8 +182,46 @@ type baselineJSON struct {
 	Commit    string                 `json:"commit"`
 	Ignored   []string               `json:"ignored"`
 	EmptyDirs []string               `json:"empty_dirs"`
-	Modes     map[string]fs.FileMode `json:"modes"`
+	Modes     modesJSON              `json:"modes"`
 	State     *stateJSON             `json:"state,omitempty"`
+}
+
+// modesJSON encodes a Baseline's modes as encoding/json would (keys
+// sorted), without reflection: the journal holds the mode of every file in
+// the tree and is written before each attempt's first write, where the
+// generic encoder took ~8 ms for 10,000 files.
+type modesJSON map[string]fs.FileMode
+
+func (m modesJSON) MarshalJSON() ([]byte, error) {
+	if m == nil {
+		return []byte("null"), nil
+	}
+	keys := sortedKeys(m)
+	b := make([]byte, 0, 2+len(keys)*32)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, uint64(m[k]), 10)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string: as it is when it holds only
+// printable ASCII that needs no escape, else as encoding/json writes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 type stateJSON struct {
@@ -222,7 +261,7 @@ func (j entryJSON) entry() entry {
 
 // MarshalJSON encodes b with everything Rollback needs.
 func (b Baseline) MarshalJSON() ([]byte, error) {
-	out := baselineJSON{Commit: b.Commit, Ignored: b.Ignored, EmptyDirs: b.EmptyDirs, Modes: b.Modes}
+	out := baselineJSON{Commit: b.Commit, Ignored: b.Ignored, EmptyDirs: b.EmptyDirs, Modes: modesJSON(b.Modes)}
 	if st := b.state; st != nil {
 		s := &stateJSON{HeadRef: st.headRef, Refs: st.refs, DirModes: st.dirModes, IndexStamp: st.indexStamp, RefsStamp: st.refsStamp}
 		for _, sp := range st.meta.spots {
@@ -245,7 +284,7 @@ func (b *Baseline) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
-	*b = Baseline{Commit: in.Commit, Ignored: in.Ignored, EmptyDirs: in.EmptyDirs, Modes: in.Modes}
+	*b = Baseline{Commit: in.Commit, Ignored: in.Ignored, EmptyDirs: in.EmptyDirs, Modes: map[string]fs.FileMode(in.Modes)}
 	if s := in.State; s != nil {
 		st := &baselineState{headRef: s.HeadRef, refs: s.Refs, dirModes: s.DirModes, indexStamp: s.IndexStamp, refsStamp: s.RefsStamp}
 		st.meta.entries = map[string]*entry{}

@@ -1,9 +1,11 @@
 package gitws
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,4 +87,27 @@ func TestLock(t *testing.T) {
 		t.Fatalf("Lock after Unlock: %v", err)
 	}
 	l2.Unlock()
+}
+
+// TestModesJSON checks the hand-written encoding of a baseline's modes
+// against encoding/json's, byte for byte, on keys that need escapes.
+func TestModesJSON(t *testing.T) {
+	for _, m := range []map[string]fs.FileMode{
+		nil,
+		{},
+		{"a": 0o644, "src/b.py": 0o755 | fs.ModeSetuid, "dir": 0o700 | fs.ModeSticky},
+		{`q"uote`: 1, `back\slash`: 2, "<html>&": 3, "tab\there": 4, "new\nline": 5, "\x7f": 6, "ünï": 7, "\xff\xfe": 8, "\u2028": 9, "": 10},
+	} {
+		got, err := json.Marshal(modesJSON(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("modesJSON(%q) = %s, want %s", m, got, want)
+		}
+	}
 }
