@@ -179,11 +179,11 @@ func (r *Repo) RemoveJournal() error {
 // The JSON form of a Baseline, for the journal: everything Rollback uses,
 // backups included (as base64).
 type baselineJSON struct {
-	Commit    string                 `json:"commit"`
-	Ignored   []string               `json:"ignored"`
-	EmptyDirs []string               `json:"empty_dirs"`
-	Modes     modesJSON              `json:"modes"`
-	State     *stateJSON             `json:"state,omitempty"`
+	Commit    string     `json:"commit"`
+	Ignored   []string   `json:"ignored"`
+	EmptyDirs []string   `json:"empty_dirs"`
+	Modes     modesJSON  `json:"modes"`
+	State     *stateJSON `json:"state,omitempty"`
 }
 
 // modesJSON encodes a Baseline's modes as encoding/json would (keys
