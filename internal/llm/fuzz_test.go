@@ -227,12 +227,13 @@ type responsesOracle struct {
 
 func (r responsesOracle) text() (content, refusal string) {
 	for _, item := range r.Output {
+		if item.Type != "message" {
+			continue
+		}
 		for _, part := range item.Content {
 			switch part.Type {
 			case "output_text":
-				if item.Type == "message" {
-					content += part.Text
-				}
+				content += part.Text
 			case "refusal":
 				refusal += part.Refusal
 			}

@@ -214,16 +214,25 @@ func responsesParams(req Request) (responses.ResponseNewParams, error) {
 }
 
 func toResponse(r *responses.Response, degraded []string) Response {
-	var refusal strings.Builder
+	// Only message items hold the answer, as the API documents and the
+	// Python SDK's output_text reads it; the Go SDK's OutputText takes
+	// output_text parts of any item, such as one of a type it does not know.
+	var content, refusal strings.Builder
 	for _, item := range r.Output {
+		if item.Type != "message" {
+			continue
+		}
 		for _, part := range item.Content {
-			if part.Type == "refusal" {
+			switch part.Type {
+			case "output_text":
+				content.WriteString(part.Text)
+			case "refusal":
 				refusal.WriteString(part.Refusal)
 			}
 		}
 	}
 	return Response{
-		Content:      r.OutputText(),
+		Content:      content.String(),
 		Refusal:      refusal.String(),
 		FinishReason: string(r.Status),
 		Model:        r.Model,
