@@ -36,35 +36,43 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 	if !p.Confined() || cmd.Err != nil {
 		return func() {}, nil
 	}
-	priv, err := os.MkdirTemp("", "factory-sandbox-")
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: cannot create the private directory: %w", err)
-	}
-	cleanup = func() { _ = removeAll(priv) }
-	defer func() {
-		if err != nil {
-			cleanup()
-		}
-	}()
-	pl := plan{Namespaces: p.mech == MechanismNamespaces, Probe: probe, Tmp: filepath.Join(priv, "tmp"), Empty: filepath.Join(priv, "empty"),
+	pl := plan{Namespaces: p.mech == MechanismNamespaces, Probe: probe,
 		Writable: []string{p.workTree}, ReadOnly: p.readOnly, Hide: p.hide, ABI: p.abi, Parent: os.Getpid(),
 		PIDs: p.pids, HostNet: p.hostNet, Ports: p.ports}
-	home := p.home
-	if home == "" {
-		home = filepath.Join(priv, "home")
-	}
-	pl.Writable = append(pl.Writable, home)
-	for _, dir := range []string{pl.Tmp, filepath.Join(priv, "home")} {
-		if err := os.Mkdir(dir, 0o700); err != nil {
+	home, tmpdir := p.home, "/tmp"
+	cleanup = func() {}
+	if pl.Namespaces {
+		// The init mounts a fresh tmpfs at /tmp and makes HOME in it: no
+		// directory to make and remove on the host for each command, and
+		// nothing left behind when factory is killed.
+		if home == "" {
+			home = filepath.Join(initproc.HostTmp(), "home")
+			pl.MakeHome = home
+		}
+	} else {
+		priv, err := os.MkdirTemp("", "factory-sandbox-")
+		if err != nil {
 			return nil, fmt.Errorf("sandbox: cannot create the private directory: %w", err)
 		}
+		cleanup = func() { _ = removeAll(priv) }
+		defer func() {
+			if err != nil {
+				cleanup()
+			}
+		}()
+		pl.Tmp = filepath.Join(priv, "tmp")
+		tmpdir = pl.Tmp
+		if home == "" {
+			home = filepath.Join(priv, "home")
+		}
+		for _, dir := range []string{pl.Tmp, filepath.Join(priv, "home")} {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("sandbox: cannot create the private directory: %w", err)
+			}
+		}
 	}
-	if err := os.WriteFile(pl.Empty, nil, 0); err != nil {
-		return nil, fmt.Errorf("sandbox: cannot create the private directory: %w", err)
-	}
-	tmpdir := pl.Tmp
-	if pl.Namespaces {
-		tmpdir = "/tmp"
+	if pl.MakeHome == "" {
+		pl.Writable = append(pl.Writable, home)
 	}
 	if err := wrapCmd(cmd, pl); err != nil {
 		return nil, err

@@ -25,8 +25,9 @@ const Failed = 125
 type Plan struct {
 	Namespaces bool     `json:"namespaces"`
 	Probe      bool     `json:"probe,omitempty"` // set everything up, then exit 0 instead of executing
-	Tmp        string   `json:"tmp"`             // the private temporary directory: /tmp inside namespaces
-	Empty      string   `json:"empty"`           // an empty unreadable file, bound over hidden files
+	Tmp        string   `json:"tmp"`             // the private temporary directory, bound at /tmp inside namespaces; "" there: a fresh tmpfs
+	Empty      string   `json:"empty"`           // an empty unreadable file, bound over hidden files; "" with a fresh tmpfs: made in it
+	MakeHome   string   `json:"make_home"`       // with a fresh tmpfs, a directory in it to create for HOME
 	Writable   []string `json:"writable"`        // work tree and HOME
 	ReadOnly   []string `json:"read_only"`
 	Hide       []string `json:"hide"`

@@ -130,9 +130,14 @@ func buildView(pl Plan) error {
 		return fmt.Errorf("cannot make the mounts private: %w", err)
 	}
 	tmp := HostTmp()
-	tmpOp, err := cloneTree(pl.Tmp, tmp, true)
-	if err != nil {
-		return err
+	// A fresh tmpfs (pl.Tmp == "") is mounted once / is read-only; a
+	// directory of the host is cloned now, before anything covers it.
+	var tmpOp mountOp
+	if pl.Tmp != "" {
+		var err error
+		if tmpOp, err = cloneTree(pl.Tmp, tmp, true); err != nil {
+			return err
+		}
 	}
 	// Copies of the sources come first: the private /tmp will cover those under /tmp.
 	var ops []mountOp
@@ -153,15 +158,22 @@ func buildView(pl Plan) error {
 	}
 	// The more specific path wins: .git is read-only inside the writable work tree.
 	slices.SortStableFunc(ops, func(a, b mountOp) int { return strings.Count(a.target, "/") - strings.Count(b.target, "/") })
-	empty, err := cloneTree(pl.Empty, pl.Empty, false)
-	if err != nil {
-		return err
+	var empty mountOp
+	if pl.Empty != "" && len(pl.Hide) > 0 {
+		var err error
+		if empty, err = cloneTree(pl.Empty, pl.Empty, false); err != nil {
+			return err
+		}
 	}
 
 	if err := unix.MountSetattr(-1, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return fmt.Errorf("cannot make the file system read-only: %w", err)
 	}
-	if err := attach(tmpOp); err != nil {
+	if pl.Tmp != "" {
+		if err := attach(tmpOp); err != nil {
+			return err
+		}
+	} else if err := freshTmp(tmp, pl, &empty); err != nil {
 		return err
 	}
 	if err := skeleton(tmp, ops); err != nil {
@@ -182,6 +194,40 @@ func buildView(pl Plan) error {
 		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 			return fmt.Errorf("cannot mount a private /dev/shm: %w", err)
 		}
+	}
+	return nil
+}
+
+// freshTmp mounts a tmpfs at tmp, private to this mount namespace: nothing
+// of it is on the host to create, remove or leave behind. In it, it makes
+// pl.MakeHome and, when files are to be hidden, the empty file bound over
+// them (a detached copy, its name removed so that /tmp starts empty).
+func freshTmp(tmp string, pl Plan, empty *mountOp) error {
+	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=700"); err != nil {
+		return fmt.Errorf("cannot mount a private /tmp: %w", err)
+	}
+	if pl.MakeHome != "" {
+		if !within(pl.MakeHome, tmp) || pl.MakeHome == tmp {
+			return fmt.Errorf("HOME %s is not inside the private /tmp", pl.MakeHome)
+		}
+		if err := os.MkdirAll(pl.MakeHome, 0o700); err != nil {
+			return fmt.Errorf("cannot create HOME: %w", err)
+		}
+	}
+	if len(pl.Hide) == 0 {
+		return nil
+	}
+	name := filepath.Join(tmp, ".factory-empty")
+	if err := os.WriteFile(name, nil, 0); err != nil {
+		return fmt.Errorf("cannot create the file that hides files: %w", err)
+	}
+	op, err := cloneTree(name, name, false)
+	if err != nil {
+		return err
+	}
+	*empty = op
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("cannot create the file that hides files: %w", err)
 	}
 	return nil
 }
