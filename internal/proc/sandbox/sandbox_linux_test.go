@@ -279,6 +279,24 @@ func TestHiddenPathsAreUnreadable(t *testing.T) {
 	if res, out := sh(t, p, f.repo, fmt.Sprintf("ls -a %q", filepath.Join(f.home, ".ssh"))); strings.Contains(out, "id_x") {
 		t.Errorf("listing the hidden directory: exit %d, output %q", res.ExitCode, out)
 	}
+	// Paths under the host's /tmp are not visible at all inside; hiding matters elsewhere, as in
+	// /var/tmp: a file there is covered by an unreadable empty file, a directory by an empty one.
+	outside, err := os.MkdirTemp("/var/tmp", "factory-sandbox-hide-")
+	if err != nil {
+		t.Skipf("no /var/tmp to hide paths in: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	secretFile, secretDir := filepath.Join(outside, "secret.txt"), filepath.Join(outside, "dir")
+	if err := os.Mkdir(secretDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, secretFile, "SECRET FILE\n")
+	mustWrite(t, filepath.Join(secretDir, "x"), "SECRET DIR\n")
+	p = prepare(t, f, secretFile, secretDir)
+	res, out := sh(t, p, f.repo, fmt.Sprintf("cat %q %q || echo unreadable; ls -a %q || true", secretFile, filepath.Join(secretDir, "x"), secretDir))
+	if res.ExitCode != 0 || strings.Contains(out, "SECRET") || !strings.Contains(out, "unreadable") {
+		t.Errorf("reading hidden paths in %s: exit %d, output %q; want cat to fail inside a command that runs", outside, res.ExitCode, out)
+	}
 }
 
 // The process started is the command's own: its exit code, its death by a signal, the timeout.

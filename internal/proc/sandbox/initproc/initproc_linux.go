@@ -173,8 +173,14 @@ func buildView(pl Plan) error {
 		if err := attach(tmpOp); err != nil {
 			return err
 		}
-	} else if err := freshTmp(tmp, pl, &empty); err != nil {
-		return err
+	} else {
+		made, err := freshTmp(tmp, pl, &empty)
+		if err != nil {
+			return err
+		}
+		// The name goes once the hidden paths are covered: a bind from a
+		// copy of an unlinked file fails.
+		defer os.Remove(made)
 	}
 	if err := skeleton(tmp, ops); err != nil {
 		return err
@@ -201,35 +207,32 @@ func buildView(pl Plan) error {
 // freshTmp mounts a tmpfs at tmp, private to this mount namespace: nothing
 // of it is on the host to create, remove or leave behind. In it, it makes
 // pl.MakeHome and, when files are to be hidden, the empty file bound over
-// them (a detached copy, its name removed so that /tmp starts empty).
-func freshTmp(tmp string, pl Plan, empty *mountOp) error {
+// them, whose name it returns for removal once they are ("" if none).
+func freshTmp(tmp string, pl Plan, empty *mountOp) (string, error) {
 	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=700"); err != nil {
-		return fmt.Errorf("cannot mount a private /tmp: %w", err)
+		return "", fmt.Errorf("cannot mount a private /tmp: %w", err)
 	}
 	if pl.MakeHome != "" {
 		if !within(pl.MakeHome, tmp) || pl.MakeHome == tmp {
-			return fmt.Errorf("HOME %s is not inside the private /tmp", pl.MakeHome)
+			return "", fmt.Errorf("HOME %s is not inside the private /tmp", pl.MakeHome)
 		}
 		if err := os.MkdirAll(pl.MakeHome, 0o700); err != nil {
-			return fmt.Errorf("cannot create HOME: %w", err)
+			return "", fmt.Errorf("cannot create HOME: %w", err)
 		}
 	}
 	if len(pl.Hide) == 0 {
-		return nil
+		return "", nil
 	}
 	name := filepath.Join(tmp, ".factory-empty")
 	if err := os.WriteFile(name, nil, 0); err != nil {
-		return fmt.Errorf("cannot create the file that hides files: %w", err)
+		return "", fmt.Errorf("cannot create the file that hides files: %w", err)
 	}
 	op, err := cloneTree(name, name, false)
 	if err != nil {
-		return err
+		return "", err
 	}
 	*empty = op
-	if err := os.Remove(name); err != nil {
-		return fmt.Errorf("cannot create the file that hides files: %w", err)
-	}
-	return nil
+	return name, nil
 }
 
 // cloneTree takes a detached copy of the mounts at source, read-only or writable, to attach at target.
