@@ -192,3 +192,16 @@ func gitQuotesNot(name string) bool {
 	}
 	return true
 }
+
+// TestParsePatchLongLine: a line over maxPatchLine cuts the diff there,
+// with a note, instead of ending it silently.
+func TestParsePatchLongLine(t *testing.T) {
+	patch := "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+" + strings.Repeat("b", maxPatchLine+1) + "\n+c\n"
+	files := parsePatch(patch)
+	if len(files) != 1 || files[0].Path != "x" || len(files[0].Lines) != 2 || !strings.Contains(files[0].Note, "diff cut at a line over 16 MiB") {
+		t.Fatalf("got %d files: %+v", len(files), files)
+	}
+	if files := parsePatch(strings.Repeat("x", maxPatchLine+1)); len(files) != 1 || files[0].Note == "" {
+		t.Fatalf("a patch of one long line: %+v", files)
+	}
+}
