@@ -47,10 +47,11 @@ func FuzzCommittedRunState(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	f.Add([]byte(`{"run_id":"r1","repair":{"active":true},"iteration":"x"}`)) // half-decoded: the old reading passed it
-	f.Add([]byte(`{"run_id":"r1","repair":{"ACTIVE":true}}`))                 // encoding/json: active after all
-	f.Add([]byte(`{"run_id":"r1","REPAIR":{"active":true},"repair":{}}`))     // two spellings: the last wins
-	f.Add([]byte(`{"run_id":"r1","repair":{"active":true,"active":false}}`))  // repeated key
+	f.Add([]byte(`{"run_id":"r1","repair":{"active":true},"iteration":"x"}`))           // half-decoded: the old reading passed it
+	f.Add([]byte(`{"run_id":"r1","repair":{"ACTIVE":true}}`))                           // encoding/json: active after all
+	f.Add([]byte(`{"run_id":"r1","REPAIR":{"active":true},"repair":{}}`))               // two spellings fill one field
+	f.Add([]byte(`{"run_id":"r1","repair":{"active":true},"REPAIR":{"ACTIVE":false}}`)) // the last wins: passed before
+	f.Add([]byte(`{"run_id":"r1","repair":{"active":true,"active":false}}`))            // repeated key
 	f.Add([]byte(`{"run_id":"r1","repair":{"active":false}} {"repair":{"active":true}}`))
 	f.Add([]byte(`{"run_id":"r1","repair":{"active":tr`))
 	f.Add([]byte(`{"run_id":"r1","branch":"x\",\"active\":true","repair":null}`))
