@@ -3,8 +3,11 @@ package loop
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,7 +18,11 @@ import (
 // FuzzStepJournal feeds readJournal (what `factory loop recover` restores
 // from after a SIGKILL) damaged step journals: each is refused with an
 // error naming it, and only a journal exactly as writeJournal wrote it is
-// accepted, since a damaged baseline would restore the wrong state.
+// accepted, since a damaged baseline would restore the wrong state. With
+// resum the fuzzer's bytes also get a true checksum line (FuzzReadSpend's
+// trick), so mutations reach the decoder behind the checksum: it must read
+// the same twice, accept only this factory's version, and what it accepts,
+// written back by writeJournal, reads as the same journal.
 func FuzzStepJournal(f *testing.F) {
 	ctx := context.Background()
 	dir := f.TempDir()
@@ -35,19 +42,47 @@ func FuzzStepJournal(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(written)
-	f.Add(written[:len(written)/2])
-	f.Add(bytes.Replace(written, []byte(".env"), []byte(".enw"), 1))
-	f.Add([]byte(`{"version":1}`))
-	f.Add([]byte(""))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Add(written, false)
+	f.Add(written[:len(written)/2], false)
+	f.Add(bytes.Replace(written, []byte(".env"), []byte(".enw"), 1), false)
+	f.Add([]byte(`{"version":1}`), false)
+	f.Add([]byte(""), false)
+	body, _, _ := bytes.Cut(written, []byte("\nsha256 "))
+	f.Add(body, true)
+	f.Add(bytes.Replace(body, []byte(`"version":1`), []byte(`"version":2`), 1), true)
+	f.Add(bytes.Replace(body, []byte(`"modes":{`), []byte(`"modes":{"a":-5,`), 1), true)
+	f.Add([]byte(`{"version":1}`), true)
+	f.Add([]byte(`{"version":1,"baseline":null,"pid":-1}`), true)
+	f.Add([]byte(`null`), true)
+	f.Fuzz(func(t *testing.T, data []byte, resum bool) {
+		if resum {
+			sum := sha256.Sum256(data)
+			data = append(append(bytes.Clone(data), "\nsha256 "...), hex.EncodeToString(sum[:])+"\n"...)
+		}
 		if err := os.WriteFile(journalPath(r), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		got, err := readJournal(r)
+		again, err2 := readJournal(r)
+		if (err == nil) != (err2 == nil) || !reflect.DeepEqual(got, again) {
+			t.Fatalf("read twice: %+v, %v, then %+v, %v", got, err, again, err2)
+		}
 		if err != nil {
 			if !strings.Contains(err.Error(), journalPath(r)) {
 				t.Fatalf("error does not name the journal: %v", err)
+			}
+			return
+		}
+		if got == nil || got.Version != journalVersion {
+			t.Fatalf("accepted %+v", got)
+		}
+		if resum {
+			if err := writeJournal(r, got); err != nil {
+				t.Fatalf("a journal read could not be written back: %v", err)
+			}
+			back, err := readJournal(r)
+			if err != nil || !reflect.DeepEqual(back, got) {
+				t.Fatalf("read %+v; written back, it reads %+v, %v", got, back, err)
 			}
 			return
 		}

@@ -3,7 +3,6 @@ package loop
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -137,9 +136,19 @@ func (r *Runner) Step(ctx context.Context, peek bool) (StepResult, error) {
 }
 
 // lastValidTree finds the newest tree in the branch history that was
-// committed valid: run.json of that commit says no repair was pending (a
-// tree committed broken may look valid on its own, with a passed node
-// changed) and the tree loads.
+// committed valid: run.json of that commit, if any, says no repair was
+// pending (committedNoRepair; a tree committed broken may look valid on its
+// own, with a passed node changed) and the tree loads.
+// committedNoRepair reports whether a commit's run.json (data) says that no
+// repair was pending, as the runner writes it (decodeRunState). A run.json
+// that does not read so, damaged or edited, says nothing: its commit's tree
+// is passed over, as one committed broken is. (A commit without a run.json
+// is from before the run and carries no repair.)
+func committedNoRepair(data []byte) bool {
+	s, err := decodeRunState(data)
+	return err == nil && !s.Repair.Active
+}
+
 func (r *Runner) lastValidTree(ctx context.Context) (*tree.Node, error) {
 	return lastValidTree(ctx, r.repo, r.state.Branch)
 }
@@ -150,11 +159,8 @@ func lastValidTree(ctx context.Context, repo *gitws.Repo, branch string) (*tree.
 		return nil, err
 	}
 	for _, c := range commits {
-		if st, err := repo.Show(ctx, c.Hash, RunStatePath); err == nil {
-			var s RunState
-			if json.Unmarshal(st, &s) == nil && s.Repair.Active {
-				continue
-			}
+		if st, err := repo.Show(ctx, c.Hash, RunStatePath); err == nil && !committedNoRepair(st) {
+			continue
 		}
 		data, err := repo.Show(ctx, c.Hash, TreePath)
 		if err != nil {

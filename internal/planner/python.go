@@ -1,16 +1,20 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/proc"
 )
 
@@ -176,14 +180,109 @@ func (p *python3Inspector) run(ctx context.Context, codes []string) ([]PythonInf
 	if err != nil {
 		return nil, inspectError(p.bin, err)
 	}
-	var infos []PythonInfo
-	if err := json.Unmarshal(out, &infos); err != nil {
-		return nil, fmt.Errorf("%s printed something other than the inspection JSON (%v): %.200q", p.bin, err, out)
+	return decodeInspection(p.bin, out, len(codes))
+}
+
+// decodeInspection reads what inspectScript printed for n codes, strictly:
+// an array of n objects with exactly the keys the script writes, each of
+// the type it writes (a missing, null or misspelt syntax_error must not
+// read as "compiles"), no repeated key, nothing after the array; imports
+// only where the code compiles. An error names bin and what is wrong, and
+// where.
+func decodeInspection(bin string, out []byte, n int) ([]PythonInfo, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s printed something other than the inspection JSON (%s): %.200q", bin, fmt.Sprintf(format, args...), out)
 	}
-	if len(infos) != len(codes) {
-		return nil, fmt.Errorf("%s returned %d inspection results for %d codes", p.bin, len(infos), len(codes))
+	var items []json.RawMessage
+	if err := decodeOne(out, &items); err != nil {
+		return nil, bad("%v", err)
+	}
+	if items == nil {
+		return nil, bad("not an array")
+	}
+	if len(items) != n {
+		return nil, fmt.Errorf("%s returned %d inspection results for %d codes", bin, len(items), n)
+	}
+	infos := make([]PythonInfo, n)
+	for i, item := range items {
+		var info PythonInfo
+		var imports []json.RawMessage
+		err := decodeFields(item, map[string]any{"syntax_error": &info.SyntaxError, "imports": &imports})
+		if err == nil && imports == nil {
+			err = errors.New("imports: not an array")
+		}
+		if err == nil && info.SyntaxError != "" && len(imports) > 0 {
+			err = errors.New("imports listed for code that does not compile")
+		}
+		info.Imports = make([]Import, len(imports))
+		for j := 0; err == nil && j < len(imports); j++ {
+			imp := &info.Imports[j]
+			var names *[]string
+			err = decodeFields(imports[j], map[string]any{"module": &imp.Module, "names": &names, "stdlib": &imp.Stdlib})
+			switch {
+			case err != nil:
+			case imp.Module == "":
+				err = errors.New("module is empty")
+			case names != nil && (len(*names) == 0 || slices.Contains(*names, "")):
+				err = fmt.Errorf("names %q: neither null nor names", *names)
+			case names != nil:
+				imp.Names = *names
+			}
+			if err != nil {
+				err = fmt.Errorf("imports[%d]: %w", j, err)
+			}
+		}
+		if err != nil {
+			return nil, bad("result %d: %v", i, err)
+		}
+		infos[i] = info
 	}
 	return infos, nil
+}
+
+// decodeFields decodes the JSON object raw into fields, one per key, each
+// key exactly as spelt, none missing, repeated or other, no value null but
+// a pointer's.
+func decodeFields(raw []byte, fields map[string]any) error {
+	if key, ok := canon.RepeatedKey(raw); ok {
+		return fmt.Errorf("key %q repeated", key)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return fmt.Errorf("not an object: %.40s", raw)
+	}
+	for _, key := range slices.Sorted(maps.Keys(obj)) {
+		if _, ok := fields[key]; !ok {
+			return fmt.Errorf("unknown key %q", key)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(fields)) {
+		val, ok := obj[key]
+		if !ok {
+			return fmt.Errorf("%s: missing", key)
+		}
+		dst := fields[key]
+		if _, ptr := dst.(**[]string); !ptr && string(val) == "null" {
+			return fmt.Errorf("%s: null", key)
+		}
+		if err := json.Unmarshal(val, dst); err != nil {
+			return fmt.Errorf("%s: %v", key, err)
+		}
+	}
+	return nil
+}
+
+// decodeOne decodes data, which must hold one JSON value and nothing more,
+// into v.
+func decodeOne(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON value")
+	}
+	return nil
 }
 
 // inspectError rewords a proc error without its argv, which holds the whole

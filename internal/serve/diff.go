@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -10,6 +11,14 @@ import (
 
 // maxDiffLines bounds the lines one file's diff shows.
 const maxDiffLines = 4000
+
+// maxPatchLine bounds one line of a patch parsePatch reads; the diff is cut
+// there, with a note.
+const maxPatchLine = 16 << 20
+
+// maxLineNumber bounds a hunk's start line: beyond it (or unreadable) the
+// hunk's lines get no numbers, rather than numbers that overflow.
+const maxLineNumber = 1 << 31
 
 // DiffFile is one file's unified diff, ready to show with line numbers.
 type DiffFile struct {
@@ -53,7 +62,8 @@ func parsePatch(patch string) []DiffFile {
 	var cur *DiffFile
 	oldN, newN, inHunk := 0, 0, false
 	sc := bufio.NewScanner(strings.NewReader(patch))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 64<<10), maxPatchLine)
+	sc.Split(scanLF)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -69,8 +79,12 @@ func parsePatch(patch string) []DiffFile {
 				cur.New = true
 			}
 		case !inHunk && strings.HasPrefix(line, "+++ "):
-			if cur != nil && cur.Path == "" {
-				cur.Path = strings.TrimPrefix(strings.TrimPrefix(line, "+++ "), "b/")
+			// git ends a name holding a space with a tab here (GNU diff
+			// puts a timestamp after one): the name is before it, and
+			// unambiguous, where "diff --git a/x b/y b/x b/y" is not.
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "+++ "), "\t")
+			if cur != nil && name != "/dev/null" {
+				cur.Path = strings.TrimPrefix(name, "b/")
 			}
 		case !inHunk && strings.HasPrefix(line, "new file mode") && cur != nil:
 			cur.New = true
@@ -97,7 +111,26 @@ func parsePatch(patch string) []DiffFile {
 			cur.add(l)
 		}
 	}
+	if sc.Err() != nil { // a line over maxPatchLine: say where the diff stops
+		if cur == nil {
+			files = append(files, DiffFile{})
+			cur = &files[len(files)-1]
+		}
+		cur.Note = "diff cut at a line over " + strconv.Itoa(maxPatchLine>>20) + " MiB"
+	}
 	return files
+}
+
+// scanLF splits at "\n" only: a carriage return is part of the line, as
+// it is of the file (bufio.ScanLines would drop one ending a line).
+func scanLF(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 func (d *DiffFile) add(l DiffLine) {
@@ -119,7 +152,10 @@ func hunkStart(h string) (oldStart, newStart int) {
 	num := func(s string) int {
 		s = strings.TrimLeft(s, "+-")
 		s, _, _ = strings.Cut(s, ",")
-		n, _ := strconv.Atoi(s)
+		n, err := strconv.Atoi(s)
+		if err != nil || n > maxLineNumber { // no number to count from (nor to overflow)
+			return 0
+		}
 		return n
 	}
 	return num(f[1]), num(f[2])
@@ -128,6 +164,12 @@ func hunkStart(h string) (oldStart, newStart int) {
 // gitPath takes the b/ path of "diff --git a/x b/x".
 func gitPath(line string) string {
 	rest := strings.TrimPrefix(line, "diff --git ")
+	// "a/P b/P": the one reading where both names are the same (a name
+	// may hold " b/" itself).
+	if n := (len(rest) - 5) / 2; len(rest) >= 5 && len(rest)%2 == 1 && strings.HasPrefix(rest, "a/") &&
+		rest[2+n:5+n] == " b/" && rest[2:2+n] == rest[5+n:] {
+		return rest[5+n:]
+	}
 	if i := strings.LastIndex(rest, " b/"); i >= 0 {
 		return rest[i+3:]
 	}

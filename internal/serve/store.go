@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -104,7 +105,20 @@ func (s *source) readJSON(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(data, v)
+	return decodeWhole(data, v)
+}
+
+// decodeWhole decodes data into the value v points to only when all of it
+// decodes: json.Unmarshal leaves a value half-filled at a type error
+// (`[{"exit_code":0},{"exit_code":"x"}]` gives one command that passed),
+// and a damaged file must show nothing of itself but that it is damaged.
+func decodeWhole(data []byte, v any) error {
+	fresh := reflect.New(reflect.TypeOf(v).Elem())
+	if err := json.Unmarshal(data, fresh.Interface()); err != nil {
+		return err
+	}
+	reflect.ValueOf(v).Elem().Set(fresh.Elem())
+	return nil
 }
 
 func (s *source) stat(name string) (fs.FileInfo, error) {
