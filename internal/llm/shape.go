@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -60,7 +61,60 @@ func checkShape(raw string, shape any) error {
 		}
 		return err
 	}
+	return checkKeyCase(raw, shape)
+}
+
+// checkKeyCase refuses a key that is one of shape's fields but for case
+// ("finish_reAson"): encoding/json matches keys without regard to case and
+// the SDKs do not, so the check above and the SDK would read different
+// values. The APIs' keys are all lower case.
+func checkKeyCase(raw string, shape any) error {
+	fields := map[string]bool{}
+	collectFields(reflect.TypeOf(shape), fields, map[reflect.Type]bool{})
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return err
+	}
+	return walkKeys(v, fields)
+}
+
+func walkKeys(v any, fields map[string]bool) error {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if low := strings.ToLower(k); low != k && fields[low] {
+				return fmt.Errorf("key %q is not the API's %q", k, low)
+			}
+			if err := walkKeys(e, fields); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if err := walkKeys(e, fields); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// collectFields adds the JSON names of t's struct fields, at any depth.
+func collectFields(t reflect.Type, fields map[string]bool, seen map[reflect.Type]bool) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return
+	}
+	seen[t] = true
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+			fields[name] = true
+		}
+		collectFields(f.Type, fields, seen)
+	}
 }
 
 // jsonTypeName names a Go type of a shape the way the API documents it.
