@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,8 +47,8 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 	if rel == "." {
 		prefix = ""
 	}
-	var st unix.Stat_t
-	for _, name := range names {
+	stats, ok := statAll(fd, names)
+	for i, name := range names {
 		if name == ".git" {
 			// Below the root, a repository of its own, which git status
 			// lists as untracked: DirtyAt must not take it for nothing.
@@ -55,14 +57,15 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 			}
 			continue
 		}
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if !ok[i] {
 			continue // gone meanwhile
 		}
+		st := &stats[i]
 		p := prefix + name
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFLNK:
 			if files != nil {
-				*files = append(*files, walked(p, &st))
+				*files = append(*files, walked(p, st))
 			}
 		case unix.S_IFDIR:
 			modes[p] = unixPerm(st.Mode)
@@ -79,7 +82,7 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 		case unix.S_IFREG:
 			modes[p] = unixPerm(st.Mode)
 			if files != nil {
-				*files = append(*files, walked(p, &st))
+				*files = append(*files, walked(p, st))
 			}
 		default:
 			modes[p] = unixPerm(st.Mode)
@@ -87,6 +90,34 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 	}
 	return nil
 }
+
+// statAll stats names in the directory open as fd, without following
+// symlinks; ok[i] is false for a name gone meanwhile. A large directory is
+// stated in parts at once, one per processor: the walk is the longest step
+// of a snapshot (Preflight's other steps have run by its end), and these
+// system calls are nearly all of it.
+func statAll(fd int, names []string) (stats []unix.Stat_t, ok []bool) {
+	stats, ok = make([]unix.Stat_t, len(names)), make([]bool, len(names))
+	stat := func(from, to int) {
+		for i := from; i < to; i++ {
+			ok[i] = unix.Fstatat(fd, names[i], &stats[i], unix.AT_SYMLINK_NOFOLLOW) == nil
+		}
+	}
+	parts := min(runtime.GOMAXPROCS(0), len(names)/minStatPart)
+	if parts < 2 {
+		stat(0, len(names))
+		return stats, ok
+	}
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { stat(k*len(names)/parts, (k+1)*len(names)/parts) })
+	}
+	wg.Wait()
+	return stats, ok
+}
+
+// minStatPart is the fewest names worth a goroutine of their own.
+const minStatPart = 1024
 
 // walked is the walkedFile of path p with stat data st, truncated to 32
 // bits as git stores it.
