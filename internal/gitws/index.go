@@ -306,11 +306,7 @@ func (r *Repo) DirtyAt(ctx context.Context, b *Baseline) ([]string, error) {
 	files := b.walked
 	b.walked = nil
 	if files != nil {
-		clean, err := r.provablyClean(ctx, *b, files)
-		if err != nil {
-			return nil, err
-		}
-		if clean {
+		if r.provablyClean(ctx, *b, files) {
 			return nil, nil
 		}
 	}
@@ -318,17 +314,17 @@ func (r *Repo) DirtyAt(ctx context.Context, b *Baseline) ([]string, error) {
 }
 
 // provablyClean is DirtyAt's check; false means "ask git status".
-func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile) (bool, error) {
+func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile) bool {
 	idx, info, err := r.readIndex(b.Commit)
 	if err != nil || idx.tree == "" {
-		return false, nil
+		return false
 	}
 	// git stores the index's own mtime as seconds and nanoseconds too.
 	idxSec, idxNsec := uint32(info.ModTime().Unix()), uint32(info.ModTime().Nanosecond())
 	tracked := make(map[string]int, len(idx.entries))
 	for i, e := range idx.entries {
 		if e.flags&(entryAssumeValid|entryStage) != 0 || e.extFlags&(entrySkipWorktree|entryIntentToAdd) != 0 {
-			return false, nil
+			return false
 		}
 		tracked[e.path] = i
 	}
@@ -340,7 +336,7 @@ func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile
 			if b.keeps(w.path) {
 				continue
 			}
-			return false, nil // untracked, not ignored
+			return false // untracked, not ignored
 		}
 		seen++
 		e := idx.entries[i]
@@ -349,18 +345,18 @@ func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile
 		racy := w.stat.mtimeSec > idxSec || w.stat.mtimeSec == idxSec && w.stat.mtimeNsec >= idxNsec
 		if racy || w.stat != e.stat || e.mode != ceMode(w.mode) {
 			if suspects = append(suspects, e.path); len(suspects) > maxSuspects {
-				return false, nil
+				return false
 			}
 		}
 	}
 	if seen != len(idx.entries) {
-		return false, nil // deleted, or not a file or symlink now
+		return false // deleted, or not a file or symlink now
 	}
 	if b.tree == "" || b.tree != idx.tree {
-		return false, nil // staged changes, or an index git's own commands must judge
+		return false // staged changes, or an index git's own commands must judge
 	}
 	if len(suspects) == 0 {
-		return true, nil
+		return true
 	}
 	// Content equal despite new stat data (a file rewritten as it was, or
 	// one written just before the index) is for git to judge: `git diff`
@@ -368,7 +364,7 @@ func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile
 	// writes nothing with GIT_OPTIONAL_LOCKS=0. Exit status 1 means a
 	// difference.
 	_, err = r.query(ctx, append([]string{"--literal-pathspecs", "diff", "--quiet", "--no-ext-diff", "--no-textconv", "--"}, suspects...)...)
-	return err == nil, nil
+	return err == nil
 }
 
 // readIndex reads and parses the index of this work tree, whose object
