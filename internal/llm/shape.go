@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // The SDKs decode leniently: a number where a string belongs becomes its
@@ -69,14 +70,24 @@ func checkShape(raw string, shape any) error {
 // the SDKs do not, so the check above and the SDK would read different
 // values. The APIs' keys are all lower case.
 func checkKeyCase(raw string, shape any) error {
-	fields := map[string]bool{}
-	collectFields(reflect.TypeOf(shape), fields, map[reflect.Type]bool{})
+	t := reflect.TypeOf(shape)
+	cached, ok := shapeFields.Load(t)
+	if !ok {
+		fields := map[string]bool{}
+		collectFields(t, fields, map[reflect.Type]bool{})
+		cached, _ = shapeFields.LoadOrStore(t, fields)
+	}
+	fields := cached.(map[string]bool)
 	var v any
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		return err
 	}
 	return walkKeys(v, fields)
 }
+
+// shapeFields caches collectFields per shape type: the check runs on every
+// reply and every streamed event.
+var shapeFields sync.Map // reflect.Type -> map[string]bool, read only once stored
 
 func walkKeys(v any, fields map[string]bool) error {
 	switch v := v.(type) {
