@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/factory-harness/factory/internal/tomlkeys"
 )
 
 // CaseFile is the file that makes a directory of a suite a case.
@@ -88,13 +90,6 @@ type Suite struct {
 // where seconds overflow a time.Duration.
 const MaxTimeoutSeconds = 7 * 24 * 3600
 
-// caseKeys are the keys of case.toml, as md.Keys paths joined with NUL.
-var caseKeys = map[string]bool{
-	"description": true, "spec": true, "plan": true, "start": true, "hidden": true, "checks": true,
-	"max_attempts": true, "plan_max_attempts": true, "timeout_seconds": true,
-	"checks\x00name": true, "checks\x00command": true, "checks\x00timeout_seconds": true,
-}
-
 var caseName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // Load reads the suite in dir: every subdirectory (but those whose name
@@ -154,15 +149,8 @@ func loadCase(dir string) (*Case, error) {
 		return nil, fmt.Errorf("%s: %w", CaseFile, err)
 	}
 	var problems []string
-	// md.Undecoded is not enough: the decoder also matches keys
-	// case-insensitively, so `Spec` would be read, and of `spec` and
-	// `SPEC` either one could win. Every key must be spelled as documented.
-	var unknown []string
-	for _, k := range md.Keys() {
-		if !caseKeys[strings.Join(k, "\x00")] && !slices.Contains(unknown, k.String()) {
-			unknown = append(unknown, k.String())
-		}
-	}
+	// Every key must be spelled as documented (see tomlkeys).
+	unknown := tomlkeys.Unknown(md, c)
 	if len(unknown) > 0 {
 		// The values decoded are not to be trusted (which spelling won
 		// depends on map order): report the keys alone, the same each time.

@@ -282,7 +282,9 @@ func namesMissingModel(msg string) bool {
 func providerError(err error, f failure, provider, baseURL, model string, attempts int) *ProviderError {
 	pe := &ProviderError{Kind: f.kind, URL: baseURL, Model: model, Attempts: attempts, Provider: provider}
 	if a, ok := asErrorReply(err); ok {
-		pe.Status, pe.Code = a.status, a.code
+		// The code is the server's text too: a body that is no error
+		// object can make it anything, line breaks included.
+		pe.Status, pe.Code = a.status, shortMsg(a.code)
 		if pe.Kind != KindUnauthorized {
 			pe.Msg = shortMsg(a.message)
 		}

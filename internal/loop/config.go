@@ -10,9 +10,11 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/factory-harness/factory/internal/proc/sandbox"
+	"github.com/factory-harness/factory/internal/tomlkeys"
 )
 
-// Config is .runner/config.toml. Every key is optional; unknown keys are errors.
+// Config is .runner/config.toml. Every key is optional; unknown keys, and
+// keys spelled in another case, are errors.
 type Config struct {
 	MaxAttemptsDefault       int            `toml:"max_attempts_default"`
 	MaxIterations            int            `toml:"max_iterations"`
@@ -98,8 +100,21 @@ func ParseConfig(data []byte) (Config, []string) {
 		return DefaultConfig(), []string{err.Error()}
 	}
 	var ps []string
+	undecoded := map[string]bool{}
 	for _, k := range md.Undecoded() {
+		undecoded[k.String()] = true
+	}
+	caseVariant := false
+	for _, k := range tomlkeys.Unknown(md, &c) {
 		ps = append(ps, fmt.Sprintf("%s: unknown key", k))
+		caseVariant = caseVariant || !undecoded[k]
+	}
+	if caseVariant {
+		// A key in another case (`Command`) was decoded into a field: which
+		// spelling won depends on map order, so the values are not to be
+		// trusted and only the keys are reported, the same each time.
+		slices.Sort(ps)
+		return DefaultConfig(), ps
 	}
 	ps = append(ps, c.problems()...)
 	slices.Sort(ps)

@@ -1,0 +1,51 @@
+// Package tomlkeys holds hand-edited TOML files to the keys their structs
+// spell out. BurntSushi/toml matches keys case-insensitively, so md.Undecoded
+// misses `Command` next to `command`, and which of the two fills the field
+// depends on map order: the same file would decode differently run to run.
+package tomlkeys
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Unknown returns, in document order and each once, the keys of md (as
+// toml.Key.String) that are not spelled exactly as a toml tag of the struct
+// v points to; tables and arrays of tables are followed into their fields.
+func Unknown(md toml.MetaData, v any) []string {
+	known := map[string]bool{}
+	addKeys(known, reflect.TypeOf(v), "")
+	var unknown []string
+	for _, k := range md.Keys() {
+		if !known[strings.Join(k, "\x00")] && !slices.Contains(unknown, k.String()) {
+			unknown = append(unknown, k.String())
+		}
+	}
+	return unknown
+}
+
+// addKeys adds t's key paths, joined with NUL, under prefix.
+func addKeys(known map[string]bool, t reflect.Type, prefix string) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		key := prefix + name
+		known[key] = true
+		addKeys(known, f.Type, key+"\x00")
+	}
+}
