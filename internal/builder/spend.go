@@ -1,8 +1,6 @@
 package builder
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,10 +39,7 @@ func ReadSpend(repo *gitws.Repo, planHash string) (SpendRecord, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return rec, nil
 	}
-	body, err := gitws.ReadJournalBody(path)
-	if err == nil {
-		err = decodeSpend(body, &rec)
-	}
+	err := gitws.ReadJournalFile(path, &rec)
 	if err == nil && rec.PlanHash != planHash {
 		err = fmt.Errorf("it names build %q", rec.PlanHash)
 	}
@@ -55,26 +50,6 @@ func ReadSpend(repo *gitws.Repo, planHash string) (SpendRecord, error) {
 		return SpendRecord{PlanHash: planHash}, fmt.Errorf("the build's spending record %s is damaged (%v); pass --reset-budget to count from zero", path, err)
 	}
 	return rec, nil
-}
-
-// decodeSpend decodes a record and accepts only the bytes json.Marshal
-// writes for it (what WriteJournalFile wrote): a record rewritten by hand
-// with a new checksum — `null`, `{}`, a missing, repeated or unknown
-// field, another spelling of a number — is damage, not a zero record.
-func decodeSpend(body []byte, rec *SpendRecord) error {
-	var got SpendRecord
-	if err := json.Unmarshal(body, &got); err != nil {
-		return err
-	}
-	again, err := json.Marshal(got)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(again, body) {
-		return errors.New("it is not a record as factory writes one")
-	}
-	*rec = got
-	return nil
 }
 
 func negative(t llm.Tally) bool {

@@ -72,6 +72,13 @@ func WriteJournalFile(p string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write journal %s: %w", p, err)
 	}
+	if s, ok := lossyString(data); ok {
+		// encoding/json writes each byte that is not UTF-8 as U+FFFD: a
+		// recovery would restore (or delete) a file by another name.
+		var name string
+		_ = json.Unmarshal([]byte(s), &name) // a string encoding/json wrote
+		return fmt.Errorf("write journal %s: the name %q is not valid UTF-8 (each bad byte shown as U+FFFD), and a journal cannot record it for a recovery: rename it", p, name)
+	}
 	sum := sha256.Sum256(data)
 	data = fmt.Appendf(data, "\n%s%s\n", journalSumPrefix, hex.EncodeToString(sum[:]))
 	if err := artifact.WriteFileAtomic(p, data, 0o644); err != nil {
@@ -80,36 +87,55 @@ func WriteJournalFile(p string, v any) error {
 	return nil
 }
 
-// ReadJournalFile decodes the journal WriteJournalFile wrote at p into v,
-// and refuses one cut short or damaged.
+// ReadJournalFile decodes the journal WriteJournalFile wrote at p into v
+// and accepts only the bytes WriteJournalFile writes for the values read:
+// one cut short or damaged is refused, and so is one rewritten with a new
+// checksum that holds what factory never writes (a key in another case,
+// repeated or unknown, `null`, another spelling of a number).
 func ReadJournalFile(p string, v any) error {
-	body, err := ReadJournalBody(p)
+	data, err := os.ReadFile(p)
 	if err != nil {
-		return err
+		return fmt.Errorf("read journal: %w", err)
+	}
+	body, sumLine, ok := bytes.Cut(data, []byte("\n"+journalSumPrefix))
+	if !ok || !bytes.HasSuffix(sumLine, []byte("\n")) {
+		return fmt.Errorf("journal %s is cut short or damaged: it does not end with its checksum line", p)
+	}
+	sum := sha256.Sum256(body)
+	if string(sumLine) != hex.EncodeToString(sum[:])+"\n" {
+		return fmt.Errorf("journal %s is damaged: its content does not match its checksum", p)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("read journal %s: %w", p, err)
 	}
+	if again, err := json.Marshal(v); err != nil || !bytes.Equal(again, body) {
+		return fmt.Errorf("journal %s is damaged: its checksum matches, but it is not what factory writes for the values in it", p)
+	}
 	return nil
 }
 
-// ReadJournalBody returns the JSON of the journal WriteJournalFile wrote at
-// p, its checksum verified, for a reader that checks more than decoding
-// does (builder.ReadSpend accepts only the bytes its record encodes to).
-func ReadJournalBody(p string) ([]byte, error) {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
+// lossyString returns the first JSON string in data (as written, quotes
+// included) that holds the escape encoding/json writes for a byte that is
+// not UTF-8; a U+FFFD of the input itself is written as it is, never escaped.
+func lossyString(data []byte) (string, bool) {
+	start, lossy := -1, false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case start < 0:
+			if c == '"' {
+				start = i
+			}
+		case c == '\\':
+			lossy = lossy || bytes.HasPrefix(data[i+1:], []byte("ufffd"))
+			i++ // the escaped byte
+		case c == '"':
+			if lossy {
+				return string(data[start : i+1]), true
+			}
+			start = -1
+		}
 	}
-	body, sumLine, ok := bytes.Cut(data, []byte("\n"+journalSumPrefix))
-	if !ok || !bytes.HasSuffix(sumLine, []byte("\n")) {
-		return nil, fmt.Errorf("journal %s is cut short or damaged: it does not end with its checksum line", p)
-	}
-	sum := sha256.Sum256(body)
-	if string(sumLine) != hex.EncodeToString(sum[:])+"\n" {
-		return nil, fmt.Errorf("journal %s is damaged: its content does not match its checksum", p)
-	}
-	return body, nil
+	return "", false
 }
 
 // RunningCommand identifies the process group of a command the harness

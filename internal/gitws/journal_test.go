@@ -3,11 +3,14 @@ package gitws
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -22,13 +25,16 @@ func TestBaselineJournalRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshotTree(t, f.root)
-	if err := f.repo.WriteJournal(map[string]any{"baseline": b}); err != nil {
+	type journal struct {
+		Baseline Baseline `json:"baseline"`
+	}
+	if err := f.repo.WriteJournal(journal{b}); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := f.repo.HasJournal(); !ok || err != nil {
 		t.Fatalf("HasJournal = %v, %v", ok, err)
 	}
-	var j struct{ Baseline Baseline }
+	var j journal
 	if err := f.repo.ReadJournal(&j); err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +114,68 @@ func TestModesJSON(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("modesJSON(%q) = %s, want %s", m, got, want)
+		}
+	}
+}
+
+// A name that is not UTF-8 cannot go through the journal's JSON unchanged
+// (encoding/json writes U+FFFD): a recovery would take the ignored file
+// for one the attempt created. The journal is refused, naming it.
+func TestJournalRefusesNameNotUTF8(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.root, ".venv/caf\xe9.txt", "keep me\n")
+	b, err := f.repo.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.repo.WriteJournal(map[string]any{"baseline": b})
+	if err == nil || !strings.Contains(err.Error(), "\".venv/caf\ufffd.txt\"") {
+		t.Fatalf("WriteJournal = %v, want a refusal naming caf\ufffd.txt", err)
+	}
+	if ok, _ := f.repo.HasJournal(); ok {
+		t.Error("a journal was written")
+	}
+}
+
+func TestLossyString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":"b"}`, ""},
+		{`{"a":"caf\ufffd"}`, `"caf\ufffd"`},
+		{`{"a":"x\"y","b":["p\"\ufffd\"q"]}`, `"p\"\ufffd\"q"`},
+		{`{"a":"\\ufffd"}`, ""},            // a backslash, then the text ufffd
+		{`{"a":"\\\ufffd"}`, `"\\\ufffd"`}, // a backslash, then the escape
+		{"{\"a\":\"\xef\xbf\xbd\"}", ""},   // U+FFFD itself
+		{`{"caf\ufffd":1}`, `"caf\ufffd"`}, // a key
+	} {
+		got, ok := lossyString([]byte(tc.in))
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("lossyString(%s) = %q, %v; want %q", tc.in, got, ok, tc.want)
+		}
+	}
+}
+
+// A journal rewritten with a fresh checksum is still refused when it holds
+// what WriteJournalFile never writes.
+func TestReadJournalFileOnlyWhatWasWritten(t *testing.T) {
+	type rec struct {
+		Name  string `json:"name"`
+		Count int    `json:"count"`
+	}
+	p := filepath.Join(t.TempDir(), "j.json")
+	if err := WriteJournalFile(p, rec{Name: "x", Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var got rec
+	if err := ReadJournalFile(p, &got); err != nil || got != (rec{"x", 2}) {
+		t.Fatalf("ReadJournalFile = %+v, %v", got, err)
+	}
+	for _, body := range []string{`{"name":"x","count":2,"extra":1}`, `{"NAME":"x","count":2}`, `{"name":"y","name":"x","count":2}`, `{"name":"x","count":2.0}`, `null`, `{}`, ` {"name":"x","count":2}`} {
+		sum := sha256.Sum256([]byte(body))
+		if err := os.WriteFile(p, []byte(body+"\nsha256 "+hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := ReadJournalFile(p, &got); err == nil || !strings.Contains(err.Error(), p) {
+			t.Errorf("ReadJournalFile(%s) = %v, want a refusal naming the file", body, err)
 		}
 	}
 }

@@ -1,22 +1,19 @@
 package loop
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
-	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/loop/tree"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
+	"github.com/factory-harness/factory/internal/workorder"
 )
 
 // RunState is .runner/run.json: the run id and the runner's bookkeeping,
@@ -52,45 +49,15 @@ func readRunState(root string) (RunState, error) {
 	return s, nil
 }
 
-// runStateKeys are run.json's keys, and its repair object's, as the runner
-// spells them.
-var runStateKeys = [][]string{{"run_id", "branch", "iteration", "repair", "stuck"}, {"active", "charge", "failed_repairs"}}
-
-// decodeRunState reads a run.json strictly: one JSON object, every key
-// (its repair object's too) once and spelt as the runner spells it
-// (encoding/json alone would take "REPAIR" for "repair", the last of two
-// equal keys, and ignore data after the object), each value of its type, a
-// valid run id.
+// decodeRunState reads a run.json strictly (workorder.DecodeStrict: one
+// JSON object, every key once and spelt as the runner spells it, each value
+// of its type; encoding/json alone would take "REPAIR" for "repair", the
+// last of two equal keys, and ignore data after the object) with a valid
+// run id.
 func decodeRunState(data []byte) (RunState, error) {
 	var s RunState
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	if err := workorder.DecodeStrict(data, &s); err != nil {
 		return RunState{}, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return RunState{}, errors.New("data after the JSON object")
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil || top == nil {
-		return RunState{}, errors.New("not a JSON object")
-	}
-	for i, obj := range [][]byte{data, top["repair"]} {
-		if i == 1 && (obj == nil || string(obj) == "null") {
-			break
-		}
-		if key, ok := canon.RepeatedKey(obj); ok {
-			return RunState{}, fmt.Errorf("key %q repeated", key)
-		}
-		var keys map[string]json.RawMessage
-		if err := json.Unmarshal(obj, &keys); err != nil {
-			return RunState{}, err
-		}
-		for k := range keys {
-			if !slices.Contains(runStateKeys[i], k) {
-				return RunState{}, fmt.Errorf("key %q is not spelt as the runner writes it", k)
-			}
-		}
 	}
 	if !runIDPattern.MatchString(s.RunID) {
 		return RunState{}, fmt.Errorf("run_id %q does not match %s", s.RunID, runIDPattern)

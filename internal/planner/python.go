@@ -1,21 +1,18 @@
 package planner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/workorder"
 )
 
 // PythonInspector checks the code of `python -c CODE` acceptance commands
@@ -35,18 +32,18 @@ type PythonInfo struct {
 	// SyntaxError is "" when the code compiles, else where and why it
 	// does not, e.g. "line 1: invalid syntax" or
 	// "line 3: 'return' outside function".
-	SyntaxError string `json:"syntax_error"`
+	SyntaxError string `json:"syntax_error" jsonschema:"required"`
 	// Imports are the absolute imports (import a.b, from a.b import c) in
 	// source order; relative imports (from . import x) are left out. Empty
 	// when there is a syntax error.
-	Imports []Import `json:"imports"`
+	Imports []Import `json:"imports" jsonschema:"required"`
 }
 
 // Import is one imported module.
 type Import struct {
-	Module string   `json:"module"` // "a.b" for both `import a.b` and `from a.b import c`
-	Names  []string `json:"names"`  // ["c"] for `from a.b import c`; nil for `import a.b`
-	Stdlib bool     `json:"stdlib"` // the top-level package is in sys.stdlib_module_names
+	Module string   `json:"module" jsonschema:"required"`         // "a.b" for both `import a.b` and `from a.b import c`
+	Names  []string `json:"names" jsonschema:"required,nullable"` // ["c"] for `from a.b import c`; nil for `import a.b`
+	Stdlib bool     `json:"stdlib" jsonschema:"required"`         // the top-level package is in sys.stdlib_module_names
 }
 
 // MaxPythonCodeBytes bounds one code Inspect accepts: the factory runs it
@@ -193,8 +190,10 @@ func decodeInspection(bin string, out []byte, n int) ([]PythonInfo, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s printed something other than the inspection JSON (%s): %.200q", bin, fmt.Sprintf(format, args...), out)
 	}
-	var items []json.RawMessage
-	if err := decodeOne(out, &items); err != nil {
+	// Item by item, so that an error names the result (a null item stays
+	// nil here and is refused by the item's own decoding).
+	var items []*json.RawMessage
+	if err := workorder.DecodeStrict(out, &items); err != nil {
 		return nil, bad("%v", err)
 	}
 	if items == nil {
@@ -205,82 +204,32 @@ func decodeInspection(bin string, out []byte, n int) ([]PythonInfo, error) {
 	}
 	infos := make([]PythonInfo, n)
 	for i, item := range items {
-		var info PythonInfo
-		var imports []json.RawMessage
-		err := decodeFields(item, map[string]any{"syntax_error": &info.SyntaxError, "imports": &imports})
-		if err == nil && imports == nil {
-			err = errors.New("imports: not an array")
+		if item == nil {
+			return nil, bad("result %d: null", i)
 		}
-		if err == nil && info.SyntaxError != "" && len(imports) > 0 {
-			err = errors.New("imports listed for code that does not compile")
-		}
-		info.Imports = make([]Import, len(imports))
-		for j := 0; err == nil && j < len(imports); j++ {
-			imp := &info.Imports[j]
-			var names *[]string
-			err = decodeFields(imports[j], map[string]any{"module": &imp.Module, "names": &names, "stdlib": &imp.Stdlib})
-			switch {
-			case err != nil:
-			case imp.Module == "":
-				err = errors.New("module is empty")
-			case names != nil && (len(*names) == 0 || slices.Contains(*names, "")):
-				err = fmt.Errorf("names %q: neither null nor names", *names)
-			case names != nil:
-				imp.Names = *names
-			}
-			if err != nil {
-				err = fmt.Errorf("imports[%d]: %w", j, err)
-			}
-		}
-		if err != nil {
+		if err := checkInspection(*item, &infos[i]); err != nil {
 			return nil, bad("result %d: %v", i, err)
 		}
-		infos[i] = info
 	}
 	return infos, nil
 }
 
-// decodeFields decodes the JSON object raw into fields, one per key, each
-// key exactly as spelt, none missing, repeated or other, no value null but
-// a pointer's.
-func decodeFields(raw []byte, fields map[string]any) error {
-	if key, ok := canon.RepeatedKey(raw); ok {
-		return fmt.Errorf("key %q repeated", key)
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return fmt.Errorf("not an object: %.40s", raw)
-	}
-	for _, key := range slices.Sorted(maps.Keys(obj)) {
-		if _, ok := fields[key]; !ok {
-			return fmt.Errorf("unknown key %q", key)
-		}
-	}
-	for _, key := range slices.Sorted(maps.Keys(fields)) {
-		val, ok := obj[key]
-		if !ok {
-			return fmt.Errorf("%s: missing", key)
-		}
-		dst := fields[key]
-		if _, ptr := dst.(**[]string); !ptr && string(val) == "null" {
-			return fmt.Errorf("%s: null", key)
-		}
-		if err := json.Unmarshal(val, dst); err != nil {
-			return fmt.Errorf("%s: %v", key, err)
-		}
-	}
-	return nil
-}
-
-// decodeOne decodes data, which must hold one JSON value and nothing more,
-// into v.
-func decodeOne(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
+// checkInspection decodes one result into info and checks what the types
+// cannot say.
+func checkInspection(raw []byte, info *PythonInfo) error {
+	if err := workorder.DecodeStrict(raw, info); err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the JSON value")
+	if info.SyntaxError != "" && len(info.Imports) > 0 {
+		return errors.New("imports listed for code that does not compile")
+	}
+	for j, imp := range info.Imports {
+		switch {
+		case imp.Module == "":
+			return fmt.Errorf("imports[%d]: module is empty", j)
+		case imp.Names != nil && (len(imp.Names) == 0 || slices.Contains(imp.Names, "")):
+			return fmt.Errorf("imports[%d]: names %q: neither null nor names", j, imp.Names)
+		}
 	}
 	return nil
 }

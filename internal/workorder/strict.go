@@ -15,7 +15,8 @@ import (
 
 // DecodeStrict decodes one JSON value into v (a pointer to a struct) and
 // rejects what encoding/json lets through: unknown fields, missing required
-// fields (tag `jsonschema:"required"`), null for a required field, a
+// fields (tag `jsonschema:"required"`), null for a required field (but one
+// also tagged `nullable`, where null is a value), a
 // top-level value or a non-pointer array element, duplicate keys, trailing
 // data and invalid UTF-8. Error messages name the field by its
 // JSON path, e.g. `writes[1].base_sha256`.
@@ -71,6 +72,9 @@ func checkShape(raw json.RawMessage, t reflect.Type, at string) error {
 	trimmed := bytes.TrimSpace(raw)
 	if bytes.Equal(trimmed, []byte("null")) {
 		return nil // nullability of the field itself is checked by the parent
+	}
+	if t == rawMessage {
+		return nil // any value: its reader checks it
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -136,7 +140,7 @@ func checkObject(raw []byte, t reflect.Type, at string) error {
 			return fmt.Errorf("%s: required field is missing", join(at, name))
 		case !ok:
 			continue
-		case required && bytes.Equal(bytes.TrimSpace(val), []byte("null")):
+		case required && isNull(val) && !hasTagOption(f.Tag.Get("jsonschema"), "nullable"):
 			return fmt.Errorf("%s: required field must not be null", join(at, name))
 		}
 		if err := checkShape(val, f.Type, join(at, name)); err != nil {
@@ -145,6 +149,8 @@ func checkObject(raw []byte, t reflect.Type, at string) error {
 	}
 	return nil
 }
+
+var rawMessage = reflect.TypeFor[json.RawMessage]()
 
 func isNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 

@@ -1,6 +1,7 @@
 package workorder
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -30,12 +31,13 @@ func TestDecodeStrictNulls(t *testing.T) {
 		A string `json:"a" jsonschema:"required"`
 	}
 	type outer struct {
-		Ptrs  []*inner  `json:"ptrs"`
-		Items []inner   `json:"items"`
-		Strs  []string  `json:"strs"`
-		Anys  []any     `json:"anys"`
-		Opt   *inner    `json:"opt"`
-		Lists [][]int64 `json:"lists"`
+		Ptrs  []*inner        `json:"ptrs"`
+		Items []inner         `json:"items"`
+		Strs  []string        `json:"strs"`
+		Anys  []any           `json:"anys"`
+		Opt   *inner          `json:"opt"`
+		Lists [][]int64       `json:"lists"`
+		Raw   json.RawMessage `json:"raw"`
 	}
 	for _, tc := range []struct {
 		name, in, wantErr string // wantErr "" means accepted
@@ -50,6 +52,8 @@ func TestDecodeStrictNulls(t *testing.T) {
 		{"null inside nested list", `{"lists":[[1,null]]}`, "lists[0][1]: must not be null"},
 		{"required field inside pointer element", `{"ptrs":[{}]}`, "ptrs[0].a: required field is missing"},
 		{"top-level null", `null`, "top-level value: must not be null"},
+		{"raw message holds any value", `{"raw":{"x":[1,{"y":null}]}}`, ""},
+		{"raw message repeated", `{"raw":{"x":1},"raw":2}`, `duplicate key "raw"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var v outer
@@ -62,6 +66,17 @@ func TestDecodeStrictNulls(t *testing.T) {
 			}
 		})
 	}
+	t.Run("required and nullable", func(t *testing.T) {
+		var v struct {
+			Names []string `json:"names" jsonschema:"required,nullable"`
+		}
+		if err := DecodeStrict([]byte(`{"names":null}`), &v); err != nil || v.Names != nil {
+			t.Fatalf("DecodeStrict(null for a nullable field) = %v, %q", err, v.Names)
+		}
+		if err := DecodeStrict([]byte(`{}`), &v); err == nil || !strings.Contains(err.Error(), "names: required field is missing") {
+			t.Fatalf("DecodeStrict(nullable field missing) error = %v", err)
+		}
+	})
 	t.Run("top-level null into a pointer", func(t *testing.T) {
 		p := &inner{A: "keep"}
 		if err := DecodeStrict([]byte(`null`), &p); err != nil {
