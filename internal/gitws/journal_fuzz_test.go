@@ -72,6 +72,8 @@ func FuzzJournal(f *testing.F) {
 		f.Add(bytes.Replace(body, []byte(`"modes":{`), []byte(`"modes":{"x":-1,`), 1), true)
 		f.Add(bytes.Replace(body, []byte(`420`), []byte(`4294967296`), 1), true)
 		f.Add(bytes.Replace(body, []byte(`"ignored":[`), []byte(`"ignored":[null,`), 1), true)
+		f.Add(bytes.Replace(body, []byte(`"ignored":[`), []byte(`"IGNORED":[`), 1), true)
+		f.Add(bytes.Replace(body, []byte(`"commit":`), []byte(`"extra":1,"commit":`), 1), true)
 	}
 	f.Add([]byte(""), false)
 	f.Add([]byte("{}\n"), false)
@@ -109,6 +111,9 @@ func FuzzJournal(f *testing.F) {
 			var back fuzzJournal
 			if err := repo.ReadJournal(&back); err != nil || !reflect.DeepEqual(back, j) {
 				t.Fatalf("read %+v; written back, it reads %+v, %v", j, back, err)
+			}
+			if file, _ := os.ReadFile(repo.JournalPath()); !bytes.Equal(file, data) {
+				t.Fatalf("accepted bytes WriteJournal does not write for the values read:\n%q\nwrites\n%q", data, file)
 			}
 			return
 		}

@@ -84,6 +84,9 @@ func FuzzStepJournal(f *testing.F) {
 			if err != nil || !reflect.DeepEqual(back, got) {
 				t.Fatalf("read %+v; written back, it reads %+v, %v", got, back, err)
 			}
+			if file, _ := os.ReadFile(journalPath(r)); !bytes.Equal(file, data) {
+				t.Fatalf("accepted bytes writeJournal does not write for the values read:\n%q\nwrites\n%q", data, file)
+			}
 			return
 		}
 		if !bytes.Equal(data, written) {

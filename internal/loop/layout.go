@@ -5,7 +5,6 @@
 package loop
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -144,9 +143,9 @@ func ensureIgnored(root string) (bool, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("read .gitignore: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		switch strings.TrimSpace(sc.Text()) {
+	// Every line, however long (a bufio.Scanner stops at 64 KiB).
+	for line := range strings.Lines(string(data)) {
+		switch strings.TrimSpace(line) {
 		case gitignoreEntry, IterationsDir + "/", IterationsDir, "/" + IterationsDir:
 			return false, nil
 		}

@@ -206,3 +206,41 @@ func TestPromptPackStableAndBounded(t *testing.T) {
 		t.Error("repair prompt selects a leaf")
 	}
 }
+
+func TestEnsureIgnored(t *testing.T) {
+	long := strings.Repeat("x", 100<<10) + "\n"
+	for _, tc := range []struct {
+		name, before, after string
+	}{
+		{"no .gitignore", "", "# factory loop: local iteration logs\n" + gitignoreEntry + "\n"},
+		{"already named", "*.pyc\n" + gitignoreEntry + "\n", ""},
+		{"named another way", IterationsDir + "\n", ""},
+		{"named after a line over 64 KiB", long + gitignoreEntry + "\n", ""},
+		{"no final newline", "*.pyc", "*.pyc\n# factory loop: local iteration logs\n" + gitignoreEntry + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			p := filepath.Join(root, ".gitignore")
+			if tc.before != "" {
+				if err := os.WriteFile(p, []byte(tc.before), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			added, err := ensureIgnored(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if added != (tc.after != "") {
+				t.Errorf("ensureIgnored = %v, want %v", added, tc.after != "")
+			}
+			got, _ := os.ReadFile(p)
+			want := tc.after
+			if want == "" {
+				want = tc.before
+			}
+			if string(got) != want {
+				t.Errorf(".gitignore = %.80q, want %.80q", got, want)
+			}
+		})
+	}
+}

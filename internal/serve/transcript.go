@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 )
 
@@ -15,11 +16,10 @@ type TurnEntry struct {
 }
 
 // transcript reads the JSON lines of Codex's `exec --json` events and
-// Claude Code's `--output-format stream-json` messages; nil when the log
-// is not such a stream (plain text is shown as it is).
+// Claude Code's `--output-format stream-json` messages; nil when no line
+// is an event it knows (the log is then shown as it is).
 func transcript(log string) []TurnEntry {
 	var out []TurnEntry
-	jsonLines := 0
 	for line := range strings.Lines(log) {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "{") {
@@ -29,11 +29,7 @@ func transcript(log string) []TurnEntry {
 		if json.Unmarshal([]byte(line), &m) != nil {
 			continue
 		}
-		jsonLines++
 		out = append(out, turn(m)...)
-	}
-	if jsonLines == 0 {
-		return nil
 	}
 	return out
 }
@@ -60,7 +56,9 @@ func turn(m map[string]any) []TurnEntry {
 				return nil
 			}
 			e := TurnEntry{Kind: "command", Text: str(item, "command"), Output: str(item, "aggregated_output")}
-			if c, ok := item["exit_code"].(float64); ok {
+			// Only a whole number an exit status can be: int(0.5) would
+			// show a failed command as exit 0, int(1e300) as a negative.
+			if c, ok := item["exit_code"].(float64); ok && c == math.Trunc(c) && math.Abs(c) <= math.MaxInt32 {
 				n := int(c)
 				e.ExitCode = &n
 			}
