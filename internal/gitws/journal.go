@@ -118,6 +118,9 @@ func ReadJournalFile(p string, v any) error {
 // included) that holds the escape encoding/json writes for a byte that is
 // not UTF-8; a U+FFFD of the input itself is written as it is, never escaped.
 func lossyString(data []byte) (string, bool) {
+	if !bytes.Contains(data, []byte(`\ufffd`)) { // the usual case, scanned fast
+		return "", false
+	}
 	start, lossy := -1, false
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; {
