@@ -96,6 +96,23 @@ func TestRunRefusesSubmodules(t *testing.T) {
 	}
 }
 
+// A file name that is not UTF-8 could not go through the journal unchanged
+// (a recovery would take the user's ignored file for one the attempt made):
+// refused before any model call, naming the file, nothing touched.
+func TestRunRefusesNameNotUTF8(t *testing.T) {
+	f := newFixture(t, workOrder(), good(calcV2))
+	writeFiles(t, f.repo, map[string]string{".venv/caf\xe9.txt": "keep me\n"})
+	f.baseline = treeSnapshot(t, f.repo)
+	res := f.run(t)
+	if res.code != ExitUsage || !strings.Contains(res.stderr, `".venv/caf\xe9.txt"`) || !strings.Contains(res.stderr, "not valid UTF-8") {
+		t.Fatalf("exit %d, want %d naming the file\n%s", res.code, ExitUsage, res.stderr)
+	}
+	sameTree(t, f.baseline, treeSnapshot(t, f.repo))
+	if n := len(f.srv.Requests()); n != 0 {
+		t.Errorf("model called %d times", n)
+	}
+}
+
 // --out inside the main repository's git directory, seen from a linked
 // worktree, is refused.
 func TestRunRefusesOutInsideGitDir(t *testing.T) {

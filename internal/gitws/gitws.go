@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/proc"
 )
@@ -389,12 +390,34 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	slices.Sort(empty)
+	if bad := namesNotUTF8(modes, ignored); len(bad) > 0 {
+		watch.invalidate()
+		return Baseline{}, fmt.Errorf("snapshot %s: %d file name(s) are not valid UTF-8, first %q: the journal a recovery after a crash restores from is JSON, which would hold such a name as another one; rename them", r.Root, len(bad), bad[0])
+	}
 	if st.meta, err = snapshotMeta(r.metaSpots(st.headRef)); err != nil {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	st.ignored, st.dirModes = r.snapshotIgnored(ignored)
 	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, Modes: modes, state: st, watch: watch,
 		walked: files, tree: strings.TrimSpace(string(tree))}, nil
+}
+
+// namesNotUTF8 returns, sorted, the walked paths (every file and directory,
+// empty ones included) and ignored paths that are not valid UTF-8.
+func namesNotUTF8(modes map[string]fs.FileMode, ignored []string) []string {
+	var bad []string
+	for p := range modes {
+		if !utf8.ValidString(p) {
+			bad = append(bad, p)
+		}
+	}
+	for _, p := range ignored {
+		if !utf8.ValidString(p) {
+			bad = append(bad, p)
+		}
+	}
+	slices.Sort(bad)
+	return slices.Compact(bad)
 }
 
 // RollbackReport says what Rollback did and what it could not undo.

@@ -120,17 +120,21 @@ func TestModesJSON(t *testing.T) {
 
 // A name that is not UTF-8 cannot go through the journal's JSON unchanged
 // (encoding/json writes U+FFFD): a recovery would take the ignored file
-// for one the attempt created. The journal is refused, naming it.
-func TestJournalRefusesNameNotUTF8(t *testing.T) {
+// for one the attempt created. Snapshot refuses the tree, naming the file,
+// and WriteJournalFile refuses such a value whatever wrote it.
+func TestNameNotUTF8(t *testing.T) {
 	f := newFixture(t)
 	writeFile(t, f.root, ".venv/caf\xe9.txt", "keep me\n")
-	b, err := f.repo.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	_, err := f.repo.Snapshot(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `".venv/caf\xe9.txt"`) || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("Snapshot = %v, want a refusal naming .venv/caf\\xe9.txt", err)
 	}
-	err = f.repo.WriteJournal(map[string]any{"baseline": b})
+	type journal struct {
+		Ignored []string `json:"ignored"`
+	}
+	err = f.repo.WriteJournal(journal{Ignored: []string{".env", ".venv/caf\xe9.txt"}})
 	if err == nil || !strings.Contains(err.Error(), "\".venv/caf\ufffd.txt\"") {
-		t.Fatalf("WriteJournal = %v, want a refusal naming caf\ufffd.txt", err)
+		t.Fatalf("WriteJournal = %v, want a refusal naming .venv/caf\ufffd.txt", err)
 	}
 	if ok, _ := f.repo.HasJournal(); ok {
 		t.Error("a journal was written")
