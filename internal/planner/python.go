@@ -196,9 +196,6 @@ func decodeInspection(bin string, out []byte, n int) ([]PythonInfo, error) {
 	if err := workorder.DecodeStrict(out, &items); err != nil {
 		return nil, bad("%v", err)
 	}
-	if items == nil {
-		return nil, bad("not an array")
-	}
 	if len(items) != n {
 		return nil, fmt.Errorf("%s returned %d inspection results for %d codes", bin, len(items), n)
 	}
