@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // realInspection is what inspectScript printed (python3 3.11) for the codes
@@ -87,6 +88,10 @@ func FuzzInspectionOutput(f *testing.F) {
 // the verdicts are, or why the output is not one the helper writes
 // ("result N: ..." when it is one result's fault).
 func readInspection(out []byte, n int) ([]PythonInfo, string) {
+	// The helper's json.dumps writes ASCII only.
+	if !utf8.Valid(out) {
+		return nil, "not UTF-8"
+	}
 	// A key twice anywhere: the generic reading would keep one silently.
 	if repeatedKeyAnywhere(out) {
 		return nil, "a repeated key"
