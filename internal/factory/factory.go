@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
@@ -201,6 +202,9 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 	r.baseline = baseline
 	if err := checkOutput("--out", opts.Out, repo, true); err != nil {
 		return nil, err
+	}
+	if abs, _ := filepath.Abs(opts.Out); !utf8.ValidString(abs) {
+		return nil, preflightf("--out %q is not valid UTF-8: the journal that a recovery after a crash reads records the run directory as JSON text, which cannot hold it exactly; choose another path", abs)
 	}
 	if opts.RecordPath != "" {
 		if err := checkOutput("--record", opts.RecordPath, repo, false); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"path"
@@ -390,34 +391,69 @@ func (r *Repo) SnapshotAt(ctx context.Context, head string) (Baseline, error) {
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	slices.Sort(empty)
-	if bad := namesNotUTF8(modes, ignored); len(bad) > 0 {
-		watch.invalidate()
-		return Baseline{}, fmt.Errorf("snapshot %s: %d file name(s) are not valid UTF-8, first %q: the journal a recovery after a crash restores from is JSON, which would hold such a name as another one; rename them", r.Root, len(bad), bad[0])
-	}
 	if st.meta, err = snapshotMeta(r.metaSpots(st.headRef)); err != nil {
+		watch.invalidate()
 		return Baseline{}, fmt.Errorf("snapshot %s: %w", r.Root, err)
 	}
 	st.ignored, st.dirModes = r.snapshotIgnored(ignored)
-	return Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, Modes: modes, state: st, watch: watch,
-		walked: files, tree: strings.TrimSpace(string(tree))}, nil
+	b := Baseline{Commit: head, Ignored: ignored, EmptyDirs: empty, Modes: modes, state: st, watch: watch,
+		walked: files, tree: strings.TrimSpace(string(tree))}
+	if what, name, ok := b.notUTF8(); ok {
+		watch.invalidate()
+		return Baseline{}, fmt.Errorf("snapshot %s: a %s is not valid UTF-8 (%q): the journal that a recovery after a crash restores from is JSON text, which cannot hold it exactly; rename it", r.Root, what, name)
+	}
+	return b, nil
 }
 
-// namesNotUTF8 returns, sorted, the walked paths (every file and directory,
-// empty ones included) and ignored paths that are not valid UTF-8.
-func namesNotUTF8(modes map[string]fs.FileMode, ignored []string) []string {
-	var bad []string
-	for p := range modes {
-		if !utf8.ValidString(p) {
-			bad = append(bad, p)
+// notUTF8 returns the first string of b, by kind and then sorted, that the
+// journal's JSON could not hold (encoding/json writes each byte that is not
+// UTF-8 as U+FFFD), and what it is.
+func (b Baseline) notUTF8() (what, name string, found bool) {
+	check := func(kind string, names iter.Seq[string]) bool {
+		var bad []string
+		for n := range names {
+			if !utf8.ValidString(n) {
+				bad = append(bad, n)
+			}
+		}
+		if len(bad) == 0 {
+			return false
+		}
+		what, name, found = kind, slices.Min(bad), true
+		return true
+	}
+	if check("file name", maps.Keys(b.Modes)) || check("file name", slices.Values(b.Ignored)) || check("file name", slices.Values(b.EmptyDirs)) {
+		return
+	}
+	st := b.state
+	if st == nil {
+		return
+	}
+	targets := func(yield func(string) bool) {
+		for _, e := range st.meta.entries {
+			if !yield(e.target) {
+				return
+			}
+		}
+		for _, f := range st.ignored {
+			if !yield(f.target) {
+				return
+			}
 		}
 	}
-	for _, p := range ignored {
-		if !utf8.ValidString(p) {
-			bad = append(bad, p)
+	spots := func(yield func(string) bool) {
+		for _, sp := range st.meta.spots {
+			if !yield(sp.path) {
+				return
+			}
 		}
 	}
-	slices.Sort(bad)
-	return slices.Compact(bad)
+	_ = check("branch or tag name", slices.Values(append([]string{st.headRef}, st.refs...))) ||
+		check("path of the repository or its git directory", spots) ||
+		check("file name in the git directory", maps.Keys(st.meta.entries)) ||
+		check("symlink target", targets) ||
+		check("directory name", maps.Keys(st.dirModes))
+	return
 }
 
 // RollbackReport says what Rollback did and what it could not undo.

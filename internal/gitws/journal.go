@@ -109,6 +109,9 @@ func ReadJournalFile(p string, v any) error {
 		return fmt.Errorf("read journal %s: %w", p, err)
 	}
 	if again, err := json.Marshal(v); err != nil || !bytes.Equal(again, body) {
+		if s, lossy := lossyString(body); lossy {
+			return fmt.Errorf("journal %s holds a name that was not valid UTF-8 (%s, written by an older factory): it cannot be restored from exactly", p, s)
+		}
 		return fmt.Errorf("journal %s is damaged: its checksum matches, but it is not what factory writes for the values in it", p)
 	}
 	return nil

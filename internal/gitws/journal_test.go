@@ -129,6 +129,12 @@ func TestNameNotUTF8(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `".venv/caf\xe9.txt"`) || !strings.Contains(err.Error(), "not valid UTF-8") {
 		t.Fatalf("Snapshot = %v, want a refusal naming .venv/caf\\xe9.txt", err)
 	}
+	removeAll(t, f.root, ".venv/caf\xe9.txt")
+	git(t, f.root, "branch", "caf\xe9")
+	_, err = f.repo.Snapshot(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `branch or tag name is not valid UTF-8 ("refs/heads/caf\xe9")`) {
+		t.Fatalf("Snapshot = %v, want a refusal naming the branch", err)
+	}
 	type journal struct {
 		Ignored []string `json:"ignored"`
 	}
@@ -173,7 +179,7 @@ func TestReadJournalFileOnlyWhatWasWritten(t *testing.T) {
 	if err := ReadJournalFile(p, &got); err != nil || got != (rec{"x", 2}) {
 		t.Fatalf("ReadJournalFile = %+v, %v", got, err)
 	}
-	for _, body := range []string{`{"name":"x","count":2,"extra":1}`, `{"NAME":"x","count":2}`, `{"name":"y","name":"x","count":2}`, `{"name":"x","count":2.0}`, `null`, `{}`, ` {"name":"x","count":2}`} {
+	for _, body := range []string{`{"name":"caf\ufffd","count":2}`, `{"name":"x","count":2,"extra":1}`, `{"NAME":"x","count":2}`, `{"name":"y","name":"x","count":2}`, `{"name":"x","count":2.0}`, `null`, `{}`, ` {"name":"x","count":2}`} {
 		sum := sha256.Sum256([]byte(body))
 		if err := os.WriteFile(p, []byte(body+"\nsha256 "+hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
 			t.Fatal(err)

@@ -191,7 +191,7 @@ func decodeInspection(bin string, out []byte, n int) ([]PythonInfo, error) {
 		return fmt.Errorf("%s printed something other than the inspection JSON (%s): %.200q", bin, fmt.Sprintf(format, args...), out)
 	}
 	// Item by item, so that an error names the result (a null item stays
-	// nil here and is refused by the item's own decoding).
+	// nil here and is refused below).
 	var items []*json.RawMessage
 	if err := workorder.DecodeStrict(out, &items); err != nil {
 		return nil, bad("%v", err)

@@ -39,6 +39,8 @@ func FuzzInspectionOutput(f *testing.F) {
 	f.Add([]byte(`[{"syntax_error": "", "imports": [{"module": "", "names": [], "stdlib": 1}]}]`), 1)
 	f.Add([]byte(`[{"syntax_error": "", "imports": [{"module": "os", "names": [null], "stdlib": true, "extra": 1}]}]`), 1)
 	f.Add([]byte(`null`), 0)
+	f.Add([]byte(`[{"syntax_error":"line 1: \udc80","imports":[]}]`), 1)
+	f.Add([]byte(`[{"syntax_error":"line 1: \ud83d\ude00 \\udc80","imports":[]}]`), 1)
 	f.Add([]byte(`{"syntax_error": ""}`), 1)
 	f.Add([]byte("Traceback (most recent call last):\n"), 1)
 	f.Fuzz(func(t *testing.T, out []byte, n int) {
@@ -88,9 +90,13 @@ func FuzzInspectionOutput(f *testing.F) {
 // the verdicts are, or why the output is not one the helper writes
 // ("result N: ..." when it is one result's fault).
 func readInspection(out []byte, n int) ([]PythonInfo, string) {
-	// The helper's json.dumps writes ASCII only.
+	// The helper's json.dumps writes ASCII only, and a \ud800-\udfff
+	// escape only as half of a pair (the codes it reads are valid UTF-8).
 	if !utf8.Valid(out) {
 		return nil, "not UTF-8"
+	}
+	if loneSurrogate(out) {
+		return nil, "a lone surrogate escape"
 	}
 	// A key twice anywhere: the generic reading would keep one silently.
 	if repeatedKeyAnywhere(out) {
@@ -202,4 +208,37 @@ func repeatedKeyAnywhere(data []byte) bool {
 		// After a value: the next token is a key when inside an object.
 		expectKey = len(inObj) > 0 && inObj[len(inObj)-1]
 	}
+}
+
+// loneSurrogate reports whether out holds a \u escape of a UTF-16
+// surrogate that is not a high one followed by a low one.
+func loneSurrogate(out []byte) bool {
+	surrogate := func(i int) (high, low bool) {
+		if i+6 > len(out) || out[i] != '\\' || out[i+1] != 'u' {
+			return false, false
+		}
+		v, err := strconv.ParseUint(string(out[i+2:i+6]), 16, 16)
+		if err != nil {
+			return false, false
+		}
+		return v >= 0xd800 && v < 0xdc00, v >= 0xdc00 && v < 0xe000
+	}
+	for i := 0; i < len(out); i++ {
+		if out[i] != '\\' {
+			continue
+		}
+		high, low := surrogate(i)
+		switch {
+		case low:
+			return true
+		case high:
+			if _, low2 := surrogate(i + 6); !low2 {
+				return true
+			}
+			i += 11 // the pair
+		default:
+			i++ // the escaped character
+		}
+	}
+	return false
 }

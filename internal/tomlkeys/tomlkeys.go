@@ -20,7 +20,9 @@ func Unknown(md toml.MetaData, v any) []string {
 	addKeys(known, reflect.TypeOf(v), "")
 	var unknown []string
 	for _, k := range md.Keys() {
-		if !known[strings.Join(k, "\x00")] && !slices.Contains(unknown, k.String()) {
+		// A quoted key may hold NUL, the separator of known's paths.
+		nul := slices.ContainsFunc(k, func(part string) bool { return strings.Contains(part, "\x00") })
+		if (nul || !known[strings.Join(k, "\x00")]) && !slices.Contains(unknown, k.String()) {
 			unknown = append(unknown, k.String())
 		}
 	}

@@ -36,6 +36,7 @@ func TestUnknown(t *testing.T) {
 		{"in an array of tables, reported once", "[[checks]]\nCommand = [\"a\"]\n[[checks]]\nCommand = [\"b\"]\n", []string{"checks.Command"}},
 		{"a field tagged -", "Hidden = \"x\"\n", []string{"Hidden"}},
 		{"unknown table", "[nope]\na = 1\n", []string{"nope", "nope.a"}},
+		{"a quoted key holding the path separator", "\"guard\\u0000sandbox\" = \"off\"\n", []string{`"guard\u0000sandbox"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var d doc
