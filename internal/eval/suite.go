@@ -18,8 +18,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/factory-harness/factory/internal/tomlkeys"
 )
 
@@ -144,17 +142,17 @@ func loadCase(dir string) (*Case, error) {
 		return nil, err
 	}
 	c := &Case{Name: name, Dir: dir}
-	md, err := toml.Decode(string(data), c)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CaseFile, err)
-	}
+	// Every key must be spelled as documented (see tomlkeys), and a key
+	// spelled otherwise is named even when it broke the decoding.
+	_, unknown, err := tomlkeys.Decode(string(data), c)
 	var problems []string
-	// Every key must be spelled as documented (see tomlkeys).
-	unknown := tomlkeys.Unknown(md, c)
 	if len(unknown) > 0 {
 		// The values decoded are not to be trusted (which spelling won
 		// depends on map order): report the keys alone, the same each time.
 		return nil, fmt.Errorf("%s: unknown keys: %s", CaseFile, strings.Join(unknown, ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", CaseFile, err)
 	}
 	switch {
 	case c.Spec == "" && c.Plan == "":

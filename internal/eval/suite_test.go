@@ -37,6 +37,7 @@ func TestLoadCase(t *testing.T) {
 		{"unknown top-level key", map[string]string{"case.toml": "spec = \"spec.md\"\nretries = 2\n" + goodCheck, "spec.md": "x"}, "unknown keys: retries"},
 		{"a key spelled otherwise", map[string]string{"case.toml": "Spec = \"spec.md\"\n" + goodCheck, "spec.md": "x"}, "unknown keys: Spec"},
 		{"two spellings of a key", map[string]string{"case.toml": "spec = \"spec.md\"\nSPEC = \"other.md\"\n" + goodCheck, "spec.md": "x", "other.md": "x"}, "unknown keys: SPEC"},
+		{"a key spelled otherwise that breaks decoding", map[string]string{"case.toml": "spec = \"spec.md\"\nCheCks = 5\n" + goodCheck, "spec.md": "x"}, "unknown keys: CheCks"},
 		{"a check key spelled otherwise", map[string]string{"case.toml": "spec = \"spec.md\"\n[[checks]]\nCommand = [\"true\"]\n", "spec.md": "x"}, "unknown keys: checks.Command"},
 		{"a timeout beyond a week", map[string]string{"case.toml": "spec = \"spec.md\"\ntimeout_seconds = 9223372036854775807\n" + goodCheck, "spec.md": "x"}, "cannot exceed 604800"},
 		{"a check timeout beyond a week", map[string]string{"case.toml": "spec = \"spec.md\"\n[[checks]]\ncommand = [\"true\"]\ntimeout_seconds = 604801\n", "spec.md": "x"}, "checks[0]: timeout_seconds must be between 0 and 604800"},

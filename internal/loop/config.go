@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -91,28 +90,31 @@ func DefaultConfig() Config {
 // filled in would differ from run to run.
 func ParseConfig(data []byte) (Config, []string) {
 	c := DefaultConfig()
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
-	if err != nil {
+	md, unknown, err := tomlkeys.Decode(string(data), &c)
+	var ps []string
+	for _, k := range unknown {
+		ps = append(ps, fmt.Sprintf("%s: unknown key", k))
+	}
+	if err != nil && len(ps) == 0 {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return DefaultConfig(), []string{fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)}
 		}
 		return DefaultConfig(), []string{err.Error()}
 	}
-	var ps []string
 	undecoded := map[string]bool{}
 	for _, k := range md.Undecoded() {
 		undecoded[k.String()] = true
 	}
-	caseVariant := false
-	for _, k := range tomlkeys.Unknown(md, &c) {
-		ps = append(ps, fmt.Sprintf("%s: unknown key", k))
-		caseVariant = caseVariant || !undecoded[k]
+	trusted := err == nil
+	for _, k := range unknown {
+		trusted = trusted && undecoded[k]
 	}
-	if caseVariant {
-		// A key in another case (`Command`) was decoded into a field: which
-		// spelling won depends on map order, so the values are not to be
-		// trusted and only the keys are reported, the same each time.
+	if !trusted {
+		// A key in another case (`Command`) was decoded into a field, or
+		// broke the decoding: which spelling won depends on map order, so
+		// the values are not to be trusted and only the keys are reported,
+		// the same each time.
 		slices.Sort(ps)
 		return DefaultConfig(), ps
 	}

@@ -46,6 +46,7 @@ pass_env = ["AGENT_TOKEN"]
 		{"bad executor sandbox", "[executor]\ncommand = [\"a\"]\nsandbox = \"yes\"\n", []string{`executor.sandbox: unknown sandbox mode "yes": want "auto" (confine when the machine can, else warn), "required" (refuse to run unconfined) or "off" (no confinement)`}},
 		{"bad sandbox", "[guard]\nsandbox = \"maybe\"\n[executor]\ncommand = [\"a\"]\n", []string{`guard.sandbox: unknown sandbox mode "maybe": want "auto" (confine when the machine can, else warn), "required" (refuse to run unconfined) or "off" (no confinement)`}},
 		{"unknown keys", "max_iteration = 3\n[guard]\ncmd = [\"x\"]\n[executor]\ncommand = [\"a\"]\n", []string{"guard.cmd: unknown key", "max_iteration: unknown key"}},
+		{"a key in another case that breaks decoding", "Guard = 5\n[executor]\ncommand = [\"a\"]\n", []string{"Guard: unknown key"}},
 		{"a key in another case", "[executor]\ncommand = [\"a\"]\nCommand = []\nmax_iterations = 0\n", []string{"executor.Command: unknown key", "executor.max_iterations: unknown key"}},
 		{"out of range", "max_iterations = 0\n[executor]\ncommand = [\"a\"]\n", []string{"max_iterations: 0 is out of range [1, 100000]"}},
 		{"missing command", "", []string{`executor.command: required when executor.kind is "command": the argv of the agent program (the prompt arrives on stdin)`}},

@@ -12,6 +12,23 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
+// Decode decodes data into v (a pointer to a struct) and returns the keys
+// Unknown finds. When decoding fails they come from a decoding into a
+// plain map, so that a key spelt otherwise that broke it (`CheCks = {}`,
+// read as the `checks` array) is still named; err is then the decoder's.
+func Decode(data string, v any) (toml.MetaData, []string, error) {
+	md, err := toml.Decode(data, v)
+	if err == nil {
+		return md, Unknown(md, v), nil
+	}
+	var raw map[string]any
+	rawMD, rawErr := toml.Decode(data, &raw)
+	if rawErr != nil {
+		return md, nil, err
+	}
+	return md, Unknown(rawMD, v), err
+}
+
 // Unknown returns, in document order and each once, the keys of md (as
 // toml.Key.String) that are not spelled exactly as a toml tag of the struct
 // v points to; tables and arrays of tables are followed into their fields.
