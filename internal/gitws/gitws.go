@@ -429,29 +429,20 @@ func (b Baseline) notUTF8() (what, name string, found bool) {
 	if st == nil {
 		return
 	}
-	targets := func(yield func(string) bool) {
-		for _, e := range st.meta.entries {
-			if !yield(e.target) {
-				return
-			}
-		}
-		for _, f := range st.ignored {
-			if !yield(f.target) {
-				return
-			}
-		}
+	var spots, targets []string
+	for _, sp := range st.meta.spots {
+		spots = append(spots, sp.path)
 	}
-	spots := func(yield func(string) bool) {
-		for _, sp := range st.meta.spots {
-			if !yield(sp.path) {
-				return
-			}
-		}
+	for _, e := range st.meta.entries {
+		targets = append(targets, e.target)
+	}
+	for _, f := range st.ignored {
+		targets = append(targets, f.target)
 	}
 	_ = check("branch or tag name", slices.Values(append([]string{st.headRef}, st.refs...))) ||
-		check("path of the repository or its git directory", spots) ||
+		check("path of the repository or its git directory", slices.Values(spots)) ||
 		check("file name in the git directory", maps.Keys(st.meta.entries)) ||
-		check("symlink target", targets) ||
+		check("symlink target", slices.Values(targets)) ||
 		check("directory name", maps.Keys(st.dirModes))
 	return
 }

@@ -33,38 +33,46 @@ func Decode(data string, v any) (toml.MetaData, []string, error) {
 // toml.Key.String) that are not spelled exactly as a toml tag of the struct
 // v points to; tables and arrays of tables are followed into their fields.
 func Unknown(md toml.MetaData, v any) []string {
-	known := map[string]bool{}
-	addKeys(known, reflect.TypeOf(v), "")
 	var unknown []string
 	for _, k := range md.Keys() {
-		// A quoted key may hold NUL, the separator of known's paths.
-		nul := slices.ContainsFunc(k, func(part string) bool { return strings.Contains(part, "\x00") })
-		if (nul || !known[strings.Join(k, "\x00")]) && !slices.Contains(unknown, k.String()) {
+		if !spelled(reflect.TypeOf(v), k) && !slices.Contains(unknown, k.String()) {
 			unknown = append(unknown, k.String())
 		}
 	}
 	return unknown
 }
 
-// addKeys adds t's key paths, joined with NUL, under prefix.
-func addKeys(known map[string]bool, t reflect.Type, prefix string) {
+// spelled reports whether each part of path names, exactly as its toml tag,
+// a field of the struct reached by the parts before it, starting from t.
+func spelled(t reflect.Type, path []string) bool {
+	for _, part := range path {
+		f, ok := field(t, part)
+		if !ok {
+			return false
+		}
+		t = f.Type
+	}
+	return true
+}
+
+// field finds the field of t (through pointers, slices and arrays) whose
+// toml tag, or name when it has none, is name.
+func field(t reflect.Type, name string) (reflect.StructField, bool) {
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 		t = t.Elem()
 	}
 	if t.Kind() != reflect.Struct {
-		return
+		return reflect.StructField{}, false
 	}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
-		if !f.IsExported() || name == "-" {
-			continue
+		tag, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if tag == "" {
+			tag = f.Name
 		}
-		if name == "" {
-			name = f.Name
+		if f.IsExported() && tag != "-" && tag == name {
+			return f, true
 		}
-		key := prefix + name
-		known[key] = true
-		addKeys(known, f.Type, key+"\x00")
 	}
+	return reflect.StructField{}, false
 }
