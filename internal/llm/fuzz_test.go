@@ -32,7 +32,13 @@ func fuzzStatus(b byte) int { return fuzzStatuses[int(b)%len(fuzzStatuses)] }
 // fuzzServer answers each path with what the current fuzz input says.
 type fuzzServer struct {
 	URL string
-	mu  sync.Mutex
+	// Client is the server's own, shared by every execution: a client per
+	// execution (openai-go clones the default transport for each) keeps
+	// its idle connections for 90 s, and at a few hundred executions a
+	// second they use up the process's file descriptors, which stalls the
+	// worker until the fuzzing engine takes it for hung.
+	Client *http.Client
+	mu     sync.Mutex
 	// route returns the status, content type and body for a request; n is
 	// how many requests this input has had so far.
 	route func(r *http.Request, n int) (int, string, []byte)
@@ -52,7 +58,7 @@ func startFuzzServer(f *testing.F) *fuzzServer {
 		w.Write(body)
 	}))
 	f.Cleanup(ts.Close)
-	s.URL = ts.URL
+	s.URL, s.Client = ts.URL, ts.Client()
 	return s
 }
 
@@ -166,7 +172,7 @@ func FuzzChatReply(f *testing.F) {
 			}
 			return status, "application/json", body
 		}
-		c := NewOpenAIChat(OpenAIConfig{APIKey: "k", BaseURL: srv.URL + "/v1", Timeout: 20 * time.Second, Sleep: noSleep})
+		c := NewOpenAIChat(OpenAIConfig{APIKey: "k", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client, Timeout: 20 * time.Second, Sleep: noSleep})
 		req := fuzzRequest(schema)
 		srv.serve(route)
 		o := run(t, c, req)
@@ -282,7 +288,7 @@ func FuzzResponsesReply(f *testing.F) {
 			// Any further poll, and every cancel, ends the exchange.
 			return 404, "application/json", []byte(`{"error":{"message":"no such response","type":"invalid_request_error","code":"not_found"}}`)
 		}
-		c := NewOpenAIResponses(ResponsesConfig{APIKey: "k", BaseURL: srv.URL + "/v1", PollInterval: time.Nanosecond,
+		c := NewOpenAIResponses(ResponsesConfig{APIKey: "k", BaseURL: srv.URL + "/v1", HTTPClient: srv.Client, PollInterval: time.Nanosecond,
 			MaxWait: 20 * time.Second, Sleep: noSleep})
 		req := fuzzRequest(schema)
 		srv.serve(route)
@@ -467,7 +473,7 @@ func FuzzAnthropicReply(f *testing.F) {
 			}
 			return status, "application/json", body
 		}
-		c := NewAnthropic(AnthropicConfig{APIKey: "k", BaseURL: srv.URL, Timeout: 20 * time.Second, Sleep: noSleep})
+		c := NewAnthropic(AnthropicConfig{APIKey: "k", BaseURL: srv.URL, HTTPClient: srv.Client, Timeout: 20 * time.Second, Sleep: noSleep})
 		req := fuzzRequest(schema)
 		srv.serve(route)
 		o := run(t, c, req)
