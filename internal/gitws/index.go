@@ -29,7 +29,7 @@ import (
 type indexEntry struct {
 	stat     statData
 	mode     uint32
-	flags    uint16 // assume-valid 0x8000, stage 0x3000
+	flags    uint16 // assume-valid 0x8000, extended 0x4000, stage 0x3000; not the name length
 	extFlags uint16 // skip-worktree 0x4000, intent-to-add 0x2000 (version 3 and later)
 	path     string
 }
@@ -130,6 +130,9 @@ func parseIndex(data []byte, hashLen int) (*gitIndex, error) {
 		if nl := int(e.flags & entryNameMask); nl != entryNameMask && nl != len(e.path) {
 			return nil, fmt.Errorf("entry %d: name length %d for a path of %d bytes", i, nl, len(e.path))
 		}
+		// The length is the path's; git also reads 0xFFF ("see the path")
+		// for a short one, so only the flags' other bits say anything.
+		e.flags &^= entryNameMask
 		if !validIndexPath(e.path) {
 			return nil, fmt.Errorf("entry %d: invalid path %q", i, e.path)
 		}
