@@ -29,7 +29,7 @@ import (
 type indexEntry struct {
 	stat     statData
 	mode     uint32
-	flags    uint16 // assume-valid 0x8000, extended 0x4000, stage 0x3000; not the name length
+	flags    uint16 // assume-valid 0x8000, stage 0x3000 (not the layout bits)
 	extFlags uint16 // skip-worktree 0x4000, intent-to-add 0x2000 (version 3 and later)
 	path     string
 }
@@ -116,6 +116,10 @@ func parseIndex(data []byte, hashLen int) (*gitIndex, error) {
 				return nil, fmt.Errorf("entry %d: truncated", i)
 			}
 			e.extFlags = binary.BigEndian.Uint16(rest[n:])
+			if e.extFlags&^(entrySkipWorktree|entryIntentToAdd) != 0 {
+				// git dies on an index with flags it does not know.
+				return nil, fmt.Errorf("entry %d: unknown extended flags %#04x", i, e.extFlags)
+			}
 			n += 2
 		}
 		var err error
@@ -130,9 +134,10 @@ func parseIndex(data []byte, hashLen int) (*gitIndex, error) {
 		if nl := int(e.flags & entryNameMask); nl != entryNameMask && nl != len(e.path) {
 			return nil, fmt.Errorf("entry %d: name length %d for a path of %d bytes", i, nl, len(e.path))
 		}
-		// The length is the path's; git also reads 0xFFF ("see the path")
-		// for a short one, so only the flags' other bits say anything.
-		e.flags &^= entryNameMask
+		// Keep what the flags say of the entry, not how it is laid out: the
+		// name length is the path's (git also reads 0xFFF, "see the path",
+		// for a short one) and the extended bit only says extFlags follow.
+		e.flags &^= entryNameMask | entryExtended
 		if !validIndexPath(e.path) {
 			return nil, fmt.Errorf("entry %d: invalid path %q", i, e.path)
 		}

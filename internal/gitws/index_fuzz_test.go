@@ -78,6 +78,9 @@ func FuzzParseIndex(f *testing.F) {
 			if !validIndexPath(e.path) {
 				t.Fatalf("entry %d: invalid path %q", i, e.path)
 			}
+			if e.flags&^(entryAssumeValid|entryStage) != 0 || e.extFlags&^(entrySkipWorktree|entryIntentToAdd) != 0 {
+				t.Fatalf("entry %d: flags %#04x, extended %#04x: more than git reads", i, e.flags, e.extFlags)
+			}
 			if i > 0 && idx.entries[i-1].path > e.path {
 				t.Fatalf("entry %d: %q after %q", i, e.path, idx.entries[i-1].path)
 			}
@@ -120,8 +123,7 @@ func encodeIndex(idx *gitIndex, hashLen int) []byte {
 			b = binary.BigEndian.AppendUint32(b, v)
 		}
 		b = append(b, make([]byte, hashLen)...)
-		flags := e.flags &^ (entryExtended | entryNameMask)
-		flags |= uint16(min(len(e.path), entryNameMask))
+		flags := e.flags | uint16(min(len(e.path), entryNameMask))
 		if e.extFlags != 0 {
 			flags |= entryExtended
 		}
