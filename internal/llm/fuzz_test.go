@@ -34,7 +34,7 @@ type fuzzServer struct {
 	URL string
 	// Client is the server's own, shared by every execution: a client per
 	// execution (openai-go clones the default transport for each) keeps
-	// its idle connections for 90 s, and at a few hundred executions a
+	// its idle connections for 90 s, and at 150–200 executions a
 	// second they use up the process's file descriptors, which stalls the
 	// worker until the fuzzing engine takes it for hung.
 	Client *http.Client
