@@ -530,32 +530,18 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	// A directory a command left unreadable would hide its content from git
 	// and from the removals below (when not running as root).
 	errs = append(errs, r.unlockChanged(b)...)
-	// A plain reset --hard deletes files that are in the index but not in the
-	// target, so a baseline ignored file the attempt staged or committed
-	// (git add -f .env) would be lost. Resetting the index first turns such
-	// files back into untracked ones that the pass below keeps.
-	// Checking first is cheap; the index reset re-stats every tracked file.
-	// An index as it was at the snapshot, when Preflight found it clean,
-	// stages nothing.
-	staged := false
-	if st == nil || st.indexStamp == "" || r.indexStamp() != st.indexStamp {
-		if staged, err = r.indexDiffers(ctx, b.Commit); err != nil {
+	if plan, ok := r.planRestore(b); ok {
+		if err := r.checkoutIndex(ctx, plan.stale); err != nil {
 			return fail(err)
 		}
-	}
-	if staged {
-		if _, err := r.mutate(ctx, "reset", "-q", b.Commit, "--"); err != nil {
+		errs = append(errs, r.removeUntracked(ctx, b, plan.untracked, plan.tracked, &rep)...)
+	} else {
+		untracked, err := r.resetHard(ctx, b)
+		if err != nil {
 			return fail(err)
 		}
+		errs = append(errs, r.removeUntracked(ctx, b, untracked, nil, &rep)...)
 	}
-	if _, err := r.mutate(ctx, "reset", "-q", "--hard", b.Commit, "--"); err != nil {
-		return fail(err)
-	}
-	out, err := r.query(ctx, "ls-files", "-z", "--others")
-	if err != nil {
-		return fail(fmt.Errorf("list untracked files: %w", err))
-	}
-	errs = append(errs, r.removeUntracked(ctx, b, splitNUL(out), &rep)...)
 	if st != nil {
 		errs = append(errs, r.restoreIgnored(st, &rep)...)
 	}
@@ -567,10 +553,44 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	return rep, nil
 }
 
+// resetHard resets the index and the work tree to b.Commit with git and
+// returns the untracked files present after it, as git lists them.
+func (r *Repo) resetHard(ctx context.Context, b Baseline) ([]string, error) {
+	// A plain reset --hard deletes files that are in the index but not in the
+	// target, so a baseline ignored file the attempt staged or committed
+	// (git add -f .env) would be lost. Resetting the index first turns such
+	// files back into untracked ones that the pass below keeps.
+	// Checking first is cheap; the index reset re-stats every tracked file.
+	// An index as it was at the snapshot, when Preflight found it clean,
+	// stages nothing.
+	st := b.state
+	staged := false
+	if st == nil || st.indexStamp == "" || r.indexStamp() != st.indexStamp {
+		var err error
+		if staged, err = r.indexDiffers(ctx, b.Commit); err != nil {
+			return nil, err
+		}
+	}
+	if staged {
+		if _, err := r.mutate(ctx, "reset", "-q", b.Commit, "--"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := r.mutate(ctx, "reset", "-q", "--hard", b.Commit, "--"); err != nil {
+		return nil, err
+	}
+	out, err := r.query(ctx, "ls-files", "-z", "--others")
+	if err != nil {
+		return nil, fmt.Errorf("list untracked files: %w", err)
+	}
+	return splitNUL(out), nil
+}
+
 // removeUntracked deletes the untracked paths (as git lists them: files,
 // symlinks, nested repositories as "dir/") that b does not keep, reports
 // them in rep.Removed, then removes the directories that left empty.
-func (r *Repo) removeUntracked(ctx context.Context, b Baseline, untracked []string, rep *RollbackReport) []error {
+// tracked, when not nil, is every tracked path, sorted (else git is asked).
+func (r *Repo) removeUntracked(ctx context.Context, b Baseline, untracked, tracked []string, rep *RollbackReport) []error {
 	var errs []error
 	var removed []string
 	for _, p := range untracked {
@@ -595,7 +615,7 @@ func (r *Repo) removeUntracked(ctx context.Context, b Baseline, untracked []stri
 	}
 	slices.Sort(removed)
 	rep.Removed = append(rep.Removed, removed...)
-	if err := r.pruneEmptyDirs(ctx, b, removed); err != nil {
+	if err := r.pruneEmptyDirs(ctx, b, removed, tracked); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
@@ -638,7 +658,7 @@ func (r *Repo) Tidy(ctx context.Context, b Baseline) (rep RollbackReport, clean 
 		}
 		untracked = append(untracked, p)
 	}
-	errs = append(errs, r.removeUntracked(ctx, b, untracked, &rep)...)
+	errs = append(errs, r.removeUntracked(ctx, b, untracked, nil, &rep)...)
 	fixed, modeErrs := r.restoreModes(b)
 	errs = append(errs, modeErrs...)
 	if len(errs) > 0 {
@@ -841,7 +861,7 @@ func (rep *RollbackReport) sort() {
 
 // pruneEmptyDirs removes the directories that deleting removed left empty.
 // Deepest directories go first so that a parent is judged after its children.
-func (r *Repo) pruneEmptyDirs(ctx context.Context, b Baseline, removed []string) error {
+func (r *Repo) pruneEmptyDirs(ctx context.Context, b Baseline, removed, tracked []string) error {
 	seen := map[string]bool{}
 	var dirs []string
 	for _, p := range removed {
@@ -853,8 +873,7 @@ func (r *Repo) pruneEmptyDirs(ctx context.Context, b Baseline, removed []string)
 	slices.SortFunc(dirs, func(a, b string) int {
 		return strings.Count(b, "/") - strings.Count(a, "/")
 	})
-	var tracked []string
-	trackedLoaded := false // deferred until some directory is empty
+	trackedLoaded := tracked != nil // else deferred until some directory is empty
 	for _, dir := range dirs {
 		if hasUnder(b.Ignored, dir) || hasUnder(b.EmptyDirs, dir) || b.wasEmptyDir(dir) {
 			continue

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOpen(t *testing.T) {
@@ -198,6 +199,7 @@ func TestRollback(t *testing.T) {
 		wantNewRefs    []string
 		wantDetached   bool     // HEAD detached at the baseline commit rather than on main
 		wantDiff       []string // paths allowed to differ from the baseline afterwards
+		gitResets      bool     // after Snapshot too, Rollback must leave the reset to git
 	}{
 		{name: "nothing changed", change: func(*testing.T, string) {}},
 		{
@@ -217,6 +219,7 @@ func TestRollback(t *testing.T) {
 				removeAll(t, root, "README.md")
 				writeFile(t, root, "README.md/inner.txt", "x")
 			},
+			gitResets: true,
 		},
 		{
 			name: "untracked files in new nested directories",
@@ -259,6 +262,101 @@ func TestRollback(t *testing.T) {
 			change:      func(t *testing.T, root string) { symlink(t, outside, root, "src/escape") },
 			wantRemoved: []string{"src/escape"},
 		},
+		// Tracked content is judged by stat data, not by the watch: these
+		// change a tracked file through a name no watched directory reports.
+		{
+			name: "tracked file rewritten through a hard link, link removed",
+			change: func(t *testing.T, root string) {
+				hardLink(t, root, "src/app.py", "src/twin.py")
+				writeFile(t, root, "src/twin.py", "print('evil')\n")
+				removeAll(t, root, "src/twin.py")
+			},
+		},
+		{
+			name: "tracked file rewritten and chmodded through a hard link in a new directory",
+			setup: func(t *testing.T, root string) {
+				chmod(t, root, "src/app.py", 0o600)
+			},
+			change: func(t *testing.T, root string) {
+				hardLink(t, root, "src/app.py", "scratch/deep/alias")
+				writeFile(t, root, "scratch/deep/alias", "print('evil')\n")
+				chmod(t, root, "scratch/deep/alias", 0o666)
+				removeAll(t, root, "scratch")
+			},
+		},
+		{
+			name: "tracked file rewritten with its size and mtime put back",
+			change: func(t *testing.T, root string) {
+				p := filepath.Join(root, "src", "app.py")
+				info, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, root, "src/app.py", "print('HI')\n")
+				if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
+					t.Fatal(err)
+				}
+			},
+		},
+		{
+			name: "tracked files truncated, touched, renamed",
+			change: func(t *testing.T, root string) {
+				if err := os.Truncate(filepath.Join(root, "README.md"), 0); err != nil {
+					t.Fatal(err)
+				}
+				future := time.Now().Add(time.Hour)
+				if err := os.Chtimes(filepath.Join(root, "run.sh"), future, future); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(filepath.Join(root, "src/app.py"), filepath.Join(root, "src/moved.py")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantRemoved: []string{"src/moved.py"},
+		},
+		{
+			name: "tracked file replaced by a symlink out of the repo",
+			change: func(t *testing.T, root string) {
+				removeAll(t, root, "src/app.py")
+				symlink(t, outside+"/secret", root, "src/app.py")
+			},
+		},
+		{
+			name: "new directories made, filled, then renamed",
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, "a/b/file.txt", "x")
+				if err := os.Rename(filepath.Join(root, "a"), filepath.Join(root, "src/c")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantRemoved: []string{"src/c/b/file.txt"},
+		},
+		{
+			name: "tracked directory renamed",
+			change: func(t *testing.T, root string) {
+				if err := os.Rename(filepath.Join(root, "src/pkg"), filepath.Join(root, "src/pkg2")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantRemoved: []string{"src/pkg2/util.py"},
+			gitResets:   true, // the watch of a moved directory names the old path
+		},
+		{
+			name: "tracked directory replaced by a symlink out of the repo",
+			change: func(t *testing.T, root string) {
+				removeAll(t, root, "src/pkg")
+				symlink(t, outside, root, "src/pkg")
+			},
+			gitResets: true, // git puts the directory back in place of the symlink
+		},
+		{
+			name: "tracked directory replaced by a file",
+			change: func(t *testing.T, root string) {
+				removeAll(t, root, "src/pkg")
+				writeFile(t, root, "src/pkg", "x")
+			},
+			gitResets: true,
+		},
 		{
 			name: "changes staged, including a force-added baseline ignored file",
 			change: func(t *testing.T, root string) {
@@ -269,6 +367,7 @@ func TestRollback(t *testing.T) {
 				git(t, root, "rm", "-q", "--cached", "README.md")
 			},
 			wantRemoved: []string{"staged.py"},
+			gitResets:   true,
 		},
 		{
 			name: "commit made, including a force-added baseline ignored file",
@@ -282,6 +381,7 @@ func TestRollback(t *testing.T) {
 			},
 			wantRemoved:  []string{"committed.py"},
 			wantRestored: []string{".git/refs/heads/main"},
+			gitResets:    true,
 		},
 		{
 			// git clean -fd would delete logs/app.log here.
@@ -364,11 +464,13 @@ func TestRollback(t *testing.T) {
 			wantRemoved:  []string{"feature.py"},
 			wantRestored: []string{".git/HEAD"},
 			wantNewRefs:  []string{"refs/heads/other", "refs/tags/v-attempt"},
+			gitResets:    true,
 		},
 		{
 			name:         "HEAD detached by the attempt",
 			change:       func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--detach") },
 			wantRestored: []string{".git/HEAD"},
+			gitResets:    true,
 		},
 		{
 			name: "HEAD on an orphan branch",
@@ -377,6 +479,7 @@ func TestRollback(t *testing.T) {
 				git(t, root, "rm", "-rq", "--cached", ".")
 			},
 			wantRestored: []string{".git/HEAD"},
+			gitResets:    true,
 		},
 		{
 			name: "stash created",
@@ -385,6 +488,7 @@ func TestRollback(t *testing.T) {
 				git(t, root, "stash", "-q")
 			},
 			wantNewRefs: []string{"refs/stash"},
+			gitResets:   true,
 		},
 		{
 			name:  "detached baseline, attempt commits on a new branch",
@@ -400,6 +504,7 @@ func TestRollback(t *testing.T) {
 			wantRestored: []string{".git/HEAD"},
 			wantNewRefs:  []string{"refs/heads/other"},
 			wantDetached: true,
+			gitResets:    true,
 		},
 		{
 			name:         "detached baseline, attempt on an orphan branch",
@@ -407,6 +512,7 @@ func TestRollback(t *testing.T) {
 			change:       func(t *testing.T, root string) { git(t, root, "checkout", "-q", "--orphan", "fresh") },
 			wantRestored: []string{".git/HEAD"},
 			wantDetached: true,
+			gitResets:    true,
 		},
 
 		// Baseline ignored files.
@@ -489,85 +595,100 @@ func TestRollback(t *testing.T) {
 			wantUnrestored: []string{"logs/big.log"},
 			wantNewRefs:    []string{"refs/heads/other"},
 			wantDiff:       []string{".venv/include", "logs/big.log"}, // an empty dir is not restored
+			gitResets:      true,
 		},
 	}
+	// Each case twice: as Rollback does it after Snapshot (from the watch and
+	// the stat data where it can, see planRestore), and with git doing it all
+	// (the watch closed), which must end in the same tree.
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := context.Background()
-			if tt.setup != nil {
-				tt.setup(t, f.root)
-			}
-			b, err := f.repo.Snapshot(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before := snapshotTree(t, f.root)
-			mtimesBefore := ignoredMtimes(t, f.root, b)
-			for _, p := range []string{".env", ".venv/lib/python/site.py", ".venv/lib64", ".venv/include", "logs/app.log", ".git/config", ".git/hooks", ".git/info"} {
-				if before[p] == "" {
-					t.Fatalf("fixture lacks %s; the test would prove nothing", p)
+		for _, how := range []string{"planned", "git"} {
+			t.Run(tt.name+"/"+how, func(t *testing.T) {
+				f := newFixture(t)
+				ctx := context.Background()
+				if tt.setup != nil {
+					tt.setup(t, f.root)
 				}
-			}
-			wantHead := "refs/heads/main"
-			if tt.wantDetached {
-				wantHead = ""
-			}
-			if got := symbolicHead(t, f.root); got != wantHead {
-				t.Fatalf("HEAD at baseline is on %q, want %q", got, wantHead)
-			}
-
-			tt.change(t, f.root)
-			rep, err := f.repo.Rollback(ctx, b)
-			if err != nil {
-				t.Fatalf("Rollback: %v", err)
-			}
-			want := RollbackReport{Removed: tt.wantRemoved, Restored: tt.wantRestored, Unrestored: tt.wantUnrestored, NewRefs: tt.wantNewRefs}
-			if d := diffReports(want, rep); d != "" {
-				t.Errorf("first Rollback report:\n%s", d)
-			}
-			check := func(when string) {
-				t.Helper()
-				after := snapshotTree(t, f.root)
-				for _, p := range tt.wantDiff {
-					delete(before, p)
-					delete(after, p)
+				b, err := f.repo.Snapshot(ctx)
+				if err != nil {
+					t.Fatal(err)
 				}
-				if d := diffTrees(before, after); d != "" {
-					t.Errorf("tree differs from baseline after %s:\n%s", when, d)
+				if how == "git" {
+					b.watch.close()
+					b.watch = nil
 				}
-				mtimesAfter := ignoredMtimes(t, f.root, b)
-				for p, m := range mtimesBefore {
-					if !slices.Contains(tt.wantDiff, p) && !mtimesAfter[p].Equal(m) {
-						t.Errorf("after %s, mtime of %s = %v, want %v", when, p, mtimesAfter[p], m)
+				before := snapshotTree(t, f.root)
+				mtimesBefore := ignoredMtimes(t, f.root, b)
+				for _, p := range []string{".env", ".venv/lib/python/site.py", ".venv/lib64", ".venv/include", "logs/app.log", ".git/config", ".git/hooks", ".git/info"} {
+					if before[p] == "" {
+						t.Fatalf("fixture lacks %s; the test would prove nothing", p)
 					}
 				}
-				if head, err := f.repo.Head(ctx); err != nil || head != b.Commit {
-					t.Errorf("after %s, Head = %s, %v; want %s", when, head, err, b.Commit)
+				wantHead := "refs/heads/main"
+				if tt.wantDetached {
+					wantHead = ""
 				}
 				if got := symbolicHead(t, f.root); got != wantHead {
-					t.Errorf("after %s, HEAD is on %q, want %q", when, got, wantHead)
+					t.Fatalf("HEAD at baseline is on %q, want %q", got, wantHead)
 				}
-				if dirty, err := f.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
-					t.Errorf("after %s, Dirty = %q, %v; want clean", when, dirty, err)
-				}
-			}
-			check("Rollback")
-			if got, err := os.ReadFile(filepath.Join(outside, "secret")); err != nil || string(got) != "do not touch\n" {
-				t.Errorf("file outside the repository = %q, %v", got, err)
-			}
 
-			// Nothing left to do; what could not be undone is still reported.
-			rep, err = f.repo.Rollback(ctx, b)
-			if err != nil {
-				t.Fatalf("second Rollback: %v", err)
-			}
-			want.Removed, want.Restored = nil, nil
-			if d := diffReports(want, rep); d != "" {
-				t.Errorf("second Rollback report:\n%s", d)
-			}
-			check("second Rollback")
-		})
+				tt.change(t, f.root)
+				if how == "planned" {
+					if _, planned := f.repo.planRestore(b); planned == tt.gitResets {
+						t.Errorf("planRestore ok = %v, want %v", planned, !tt.gitResets)
+					}
+				}
+				rep, err := f.repo.Rollback(ctx, b)
+				if err != nil {
+					t.Fatalf("Rollback: %v", err)
+				}
+				want := RollbackReport{Removed: tt.wantRemoved, Restored: tt.wantRestored, Unrestored: tt.wantUnrestored, NewRefs: tt.wantNewRefs}
+				if d := diffReports(want, rep); d != "" {
+					t.Errorf("first Rollback report:\n%s", d)
+				}
+				check := func(when string) {
+					t.Helper()
+					after := snapshotTree(t, f.root)
+					for _, p := range tt.wantDiff {
+						delete(before, p)
+						delete(after, p)
+					}
+					if d := diffTrees(before, after); d != "" {
+						t.Errorf("tree differs from baseline after %s:\n%s", when, d)
+					}
+					mtimesAfter := ignoredMtimes(t, f.root, b)
+					for p, m := range mtimesBefore {
+						if !slices.Contains(tt.wantDiff, p) && !mtimesAfter[p].Equal(m) {
+							t.Errorf("after %s, mtime of %s = %v, want %v", when, p, mtimesAfter[p], m)
+						}
+					}
+					if head, err := f.repo.Head(ctx); err != nil || head != b.Commit {
+						t.Errorf("after %s, Head = %s, %v; want %s", when, head, err, b.Commit)
+					}
+					if got := symbolicHead(t, f.root); got != wantHead {
+						t.Errorf("after %s, HEAD is on %q, want %q", when, got, wantHead)
+					}
+					if dirty, err := f.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
+						t.Errorf("after %s, Dirty = %q, %v; want clean", when, dirty, err)
+					}
+				}
+				check("Rollback")
+				if got, err := os.ReadFile(filepath.Join(outside, "secret")); err != nil || string(got) != "do not touch\n" {
+					t.Errorf("file outside the repository = %q, %v", got, err)
+				}
+
+				// Nothing left to do; what could not be undone is still reported.
+				rep, err = f.repo.Rollback(ctx, b)
+				if err != nil {
+					t.Fatalf("second Rollback: %v", err)
+				}
+				want.Removed, want.Restored = nil, nil
+				if d := diffReports(want, rep); d != "" {
+					t.Errorf("second Rollback report:\n%s", d)
+				}
+				check("second Rollback")
+			})
+		}
 	}
 }
 

@@ -76,6 +76,19 @@ func symlink(t *testing.T, target, root, rel string) {
 	}
 }
 
+// hardLink makes rel a second name of the file at from, creating rel's
+// parent directories.
+func hardLink(t *testing.T, root, from, rel string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(root, filepath.FromSlash(from)), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // fixture is a committed repository with the kind of ignored state a user
 // has lying around: secrets, a virtualenv with nested files, a symlink, an
 // empty directory, and logs.

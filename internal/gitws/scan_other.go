@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"time"
 )
 
 // scanTree records, at or below rel, the empty directories (in empty) and
@@ -51,3 +52,6 @@ func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, w
 	}
 	return nil
 }
+
+// staleEntries is not done here: Rollback resets with git instead.
+func staleEntries(string, *gitIndex, time.Time) ([]string, bool) { return nil, false }
