@@ -345,7 +345,7 @@ func nonNil[T any](s []T) []T {
 func (r *Run) finalize(ctx context.Context, s *state) error {
 	a := s.cur
 	if a.brief == nil {
-		hash, err := r.repo.TreeHash(ctx)
+		hash, err := r.repo.TreeHashAt(ctx, r.baseline)
 		if err != nil {
 			return fmt.Errorf("tree hash after PASS: %w", err)
 		}

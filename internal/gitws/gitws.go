@@ -534,6 +534,11 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 		if err := r.checkoutIndex(ctx, plan.stale); err != nil {
 			return fail(err)
 		}
+		if len(plan.stale) > 0 {
+			// The index git just wrote holds the same entries with new stat
+			// data: still the snapshot's, for the next attempt's rollback.
+			st.indexStamp = r.indexStamp()
+		}
 		errs = append(errs, r.removeUntracked(ctx, b, plan.untracked, plan.tracked, &rep)...)
 	} else {
 		untracked, err := r.resetHard(ctx, b)
@@ -945,6 +950,62 @@ func (r *Repo) indexDiffers(ctx context.Context, commit string) (bool, error) {
 // a throwaway index in a private temporary directory, seeded from a copy of
 // the user's index, which is never written; blobs do land in the object store.
 func (r *Repo) TreeHash(ctx context.Context) (string, error) {
+	return r.stageTree(ctx, nil)
+}
+
+// TreeHashAt is TreeHash for a tree snapshotted as b (by Snapshot): where
+// the index and refs are as they were then and the watch and stat data tell
+// what changed (see treeChanges), it stages only those paths instead of
+// having git stat every file, and with nothing changed it returns the
+// snapshot's tree without running git.
+func (r *Repo) TreeHashAt(ctx context.Context, b Baseline) (string, error) {
+	paths, ok, err := r.changedToStage(ctx, b)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("git tree hash of %s: %w", r.Root, err)
+	case !ok:
+		return r.TreeHash(ctx)
+	case len(paths) == 0:
+		return b.tree, nil
+	}
+	return r.stageTree(ctx, paths)
+}
+
+// changedToStage returns the paths that `add -A` would stage in a tree
+// snapshotted as b, or false where only staging everything can tell.
+func (r *Repo) changedToStage(ctx context.Context, b Baseline) ([]string, bool, error) {
+	c, ok := r.planRestore(b)
+	if !ok {
+		return nil, false, nil
+	}
+	// Ignore rules and attributes decide what else `add -A` stages, and how.
+	for _, p := range slices.Concat(c.stale, c.untracked) {
+		if name := path.Base(p); name == ".gitignore" || name == ".gitattributes" {
+			return nil, false, nil
+		}
+	}
+	// A baseline ignored file is still ignored (the rules did not change).
+	var fresh []string
+	for _, p := range c.untracked {
+		if !b.keeps(p) {
+			fresh = append(fresh, p)
+		}
+	}
+	paths := c.stale
+	// Named on the command line, an ignored path is an error for add.
+	for chunk := range argChunks(fresh) {
+		out, err := r.query(ctx, append([]string{"--literal-pathspecs", "ls-files", "-z", "--others", "--exclude-standard", "--"}, chunk...)...)
+		if err != nil {
+			return nil, false, fmt.Errorf("list untracked files: %w", err)
+		}
+		paths = append(paths, splitNUL(out)...)
+	}
+	return paths, true, nil
+}
+
+// stageTree is TreeHash staging only paths (as pathspecs, with add -A),
+// or everything when paths is nil.
+func (r *Repo) stageTree(ctx context.Context, paths []string) (string, error) {
 	tmp, err := os.MkdirTemp("", "gitws-index-")
 	if err != nil {
 		return "", fmt.Errorf("git tree hash of %s: %w", r.Root, err)
@@ -955,7 +1016,14 @@ func (r *Repo) TreeHash(ctx context.Context) (string, error) {
 	// would write shared index files into .git, hence core.splitIndex=false.
 	index := filepath.Join(tmp, "index")
 	env := gitEnv(true, "GIT_INDEX_FILE="+index)
-	steps := [][]string{{"add", "-A"}, {"write-tree"}}
+	steps := [][]string{{"add", "-A"}}
+	if paths != nil {
+		steps = nil
+		for chunk := range argChunks(paths) {
+			steps = append(steps, append([]string{"--literal-pathspecs", "add", "-A", "--"}, chunk...))
+		}
+	}
+	steps = append(steps, []string{"write-tree"})
 	// A copy of the user's index carries stat data, so `add -A` rehashes only
 	// changed files instead of every tracked one (2x faster at 10,000 files).
 	// Without a usable copy, start from HEAD's tree: same result, slower.

@@ -1033,3 +1033,107 @@ func TestTreeHashSplitIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestTreeHashAt checks that staging only what the watch and the stat data
+// say changed gives the tree TreeHash gives by staging everything.
+func TestTreeHashAt(t *testing.T) {
+	tests := []struct {
+		name      string
+		change    func(t *testing.T, root string)
+		gitStages bool // TreeHashAt must leave it all to git
+	}{
+		{name: "nothing changed", change: func(*testing.T, string) {}},
+		{name: "tracked file modified", change: func(t *testing.T, root string) { writeFile(t, root, "src/app.py", "changed\n") }},
+		{name: "tracked file made executable", change: func(t *testing.T, root string) { chmod(t, root, "src/app.py", 0o755) }},
+		{name: "tracked directory deleted", change: func(t *testing.T, root string) { removeAll(t, root, "src/pkg") }},
+		{
+			name: "tracked file replaced by a symlink",
+			change: func(t *testing.T, root string) {
+				removeAll(t, root, "README.md")
+				symlink(t, "src/app.py", root, "README.md")
+			},
+		},
+		{
+			name: "tracked file rewritten through a hard link",
+			change: func(t *testing.T, root string) {
+				hardLink(t, root, "src/app.py", "scratch/alias")
+				writeFile(t, root, "scratch/alias", "evil\n")
+				removeAll(t, root, "scratch")
+			},
+		},
+		{
+			name: "new files, with names pathspecs would read as patterns",
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, "top.txt", "x")
+				writeFile(t, root, "src/pkg/new.py", "x")
+				writeFile(t, root, "new/deep/a*b [x]:?.txt", "x")
+				writeFile(t, root, ":(exclude)odd", "x")
+			},
+		},
+		{
+			name: "new ignored files and changed baseline ignored ones",
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, "debug.log", "x")
+				writeFile(t, root, "src/pkg/trace.log", "x")
+				writeFile(t, root, ".venv/lib/extra.py", "x")
+				writeFile(t, root, "build/obj/a.o", "x")
+				writeFile(t, root, ".env", "SECRET=2\n")
+				removeAll(t, root, "logs/app.log")
+			},
+		},
+		{
+			name:      "new .gitignore un-ignores a baseline ignored file",
+			change:    func(t *testing.T, root string) { writeFile(t, root, "logs/.gitignore", "!*.log\n") },
+			gitStages: true,
+		},
+		{
+			name:      "tracked .gitignore changed",
+			change:    func(t *testing.T, root string) { writeFile(t, root, ".gitignore", ".venv/\n") },
+			gitStages: true,
+		},
+		{
+			name:      "new .gitattributes",
+			change:    func(t *testing.T, root string) { writeFile(t, root, "src/.gitattributes", "*.py text eol=crlf\n") },
+			gitStages: true,
+		},
+		{
+			name:      "file staged",
+			change:    func(t *testing.T, root string) { writeFile(t, root, "staged.py", "x"); git(t, root, "add", "staged.py") },
+			gitStages: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			b, err := f.repo.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.change(t, f.root)
+			if _, planned, err := f.repo.changedToStage(ctx, b); err != nil || planned == tt.gitStages {
+				t.Errorf("changedToStage ok = %v (%v), want %v", planned, err, !tt.gitStages)
+			}
+			index := filepath.Join(f.root, ".git", "index")
+			before, err := os.ReadFile(index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.repo.TreeHashAt(ctx, b)
+			if err != nil {
+				t.Fatalf("TreeHashAt: %v", err)
+			}
+			if after, err := os.ReadFile(index); err != nil || !bytes.Equal(before, after) {
+				t.Fatalf("TreeHashAt modified .git/index (%v)", err)
+			}
+			want, err := f.repo.TreeHash(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("TreeHashAt = %s, TreeHash = %s\nTreeHashAt lists:\n%s\nTreeHash lists:\n%s", got, want,
+					git(t, f.root, "ls-tree", "-r", got), git(t, f.root, "ls-tree", "-r", want))
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"path"
@@ -12,10 +13,11 @@ import (
 	"syscall"
 )
 
-// A restorePlan is what Rollback must do to a work tree whose index and
-// refs are as they were at the snapshot, found without `git reset --hard`
-// (which stats every tracked file in one process and rewrites the index)
-// and without `git ls-files --others` (which reads every directory).
+// treeChanges is what changed in a work tree since its snapshot, against
+// an index that held every tracked file as it was then, found without `git
+// reset --hard` or `git status` (each stats every tracked file in one
+// process, and reset rewrites the index) and without `git ls-files
+// --others` (which reads every directory).
 //
 // Tracked files are judged by stat data, as git judges them: a tracked file
 // whose inode, size, times, owner and type are those the index recorded
@@ -28,47 +30,56 @@ import (
 // of the tree is watched from the snapshot on, and a directory created or
 // moved in since is read whole here. Whenever that record may be incomplete
 // (events lost, a watched directory moved, more directories than watched,
-// no inotify) there is no plan and Rollback asks git as before.
-type restorePlan struct {
-	stale     []string // tracked paths to write back from the index
+// no inotify) there is no treeChanges and the caller asks git as before.
+type treeChanges struct {
+	stale     []string // tracked paths whose file changed, was replaced or deleted
 	untracked []string // untracked files and symlinks present, sorted
 	tracked   []string // every tracked path, sorted
 }
 
-// planRestore returns the plan for rolling back to b, or false where git
-// must do it: no snapshot state, the index or the refs changed since, an
-// index this package does not read or with entries a reset treats
-// specially (submodules, skip-worktree, assume-unchanged, conflicts), or a
-// tree the stat data or the watch cannot vouch for.
-func (r *Repo) planRestore(b Baseline) (restorePlan, bool) {
+// planRestore returns what Rollback to b must restore, or false where git
+// must do it: no snapshot state, the index or the refs changed since, or
+// what changesSince refuses.
+func (r *Repo) planRestore(b Baseline) (treeChanges, bool) {
 	st := b.state
 	if st == nil || st.indexStamp == "" || st.refsStamp == "" || b.tree == "" ||
 		r.indexStamp() != st.indexStamp || r.refsStamp() != st.refsStamp {
-		return restorePlan{}, false
+		return treeChanges{}, false
 	}
-	changed, ok := b.watch.paths()
-	if !ok {
-		return restorePlan{}, false
-	}
-	idx, info, err := r.readIndex(b.Commit)
 	// The index is the snapshot's, which Preflight found clean; its cache
 	// tree being the baseline's says that no entry is staged.
-	if err != nil || idx.tree != b.tree {
-		return restorePlan{}, false
+	return r.changesSince(b, b.tree)
+}
+
+// changesSince returns what changed since b's snapshot against the
+// repository's index, whose cache tree must be tree ("" for any complete
+// one), or false where git must judge: no complete watch, an index this
+// package does not read or with entries git treats specially (submodules,
+// skip-worktree, assume-unchanged, conflicts), a tracked path now a
+// directory or below something that is no longer a plain directory, a new
+// nested repository.
+func (r *Repo) changesSince(b Baseline, tree string) (treeChanges, bool) {
+	changed, ok := b.watch.paths()
+	if !ok {
+		return treeChanges{}, false
 	}
-	plan := restorePlan{tracked: make([]string, len(idx.entries))}
+	idx, info, err := r.readIndex(b.Commit)
+	if err != nil || idx.tree == "" || tree != "" && idx.tree != tree {
+		return treeChanges{}, false
+	}
+	c := treeChanges{tracked: make([]string, len(idx.entries))}
 	for i, e := range idx.entries {
 		if e.flags&(entryAssumeValid|entryStage) != 0 || e.extFlags&(entrySkipWorktree|entryIntentToAdd) != 0 ||
 			e.mode&0o170000 == 0o160000 {
-			return restorePlan{}, false
+			return treeChanges{}, false
 		}
-		plan.tracked[i] = e.path
+		c.tracked[i] = e.path
 	}
-	if plan.stale, ok = staleEntries(r.Root, idx, info.ModTime()); !ok {
-		return restorePlan{}, false
+	if c.stale, ok = staleEntries(r.Root, idx, info.ModTime()); !ok {
+		return treeChanges{}, false
 	}
 	isTracked := func(p string) bool {
-		_, found := slices.BinarySearch(plan.tracked, p)
+		_, found := slices.BinarySearch(c.tracked, p)
 		return found
 	}
 	for _, p := range slices.Sorted(maps.Keys(changed)) {
@@ -76,7 +87,7 @@ func (r *Repo) planRestore(b Baseline) (restorePlan, bool) {
 			continue // the repository's own; restoreMeta deals with it
 		}
 		if path.Base(p) == ".git" {
-			return restorePlan{}, false // a nested repository: git's rules decide what is in it
+			return treeChanges{}, false // a nested repository: git's rules decide what is in it
 		}
 		if isTracked(p) {
 			continue // judged by its stat data
@@ -86,25 +97,25 @@ func (r *Repo) planRestore(b Baseline) (restorePlan, bool) {
 		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), err == nil && info.IsDir() && !changed[p]:
 			continue // gone, or a directory only chmod'ed
 		case err != nil, !r.underPlainDirs(p):
-			return restorePlan{}, false // a symlink on the way could lead out of the tree
+			return treeChanges{}, false // a symlink on the way could lead out of the tree
 		case info.IsDir():
 			files, ok := r.filesUnder(p)
 			if !ok {
-				return restorePlan{}, false
+				return treeChanges{}, false
 			}
 			for _, f := range files {
 				if !isTracked(f) {
-					plan.untracked = append(plan.untracked, f)
+					c.untracked = append(c.untracked, f)
 				}
 			}
 		case info.Mode().IsRegular() || info.Mode()&fs.ModeSymlink != 0:
-			plan.untracked = append(plan.untracked, p)
+			c.untracked = append(c.untracked, p)
 		}
 		// Anything else (a FIFO, a socket) git does not list either.
 	}
-	slices.Sort(plan.untracked)
-	plan.untracked = slices.Compact(plan.untracked)
-	return plan, true
+	slices.Sort(c.untracked)
+	c.untracked = slices.Compact(c.untracked)
+	return c, true
 }
 
 // filesUnder lists the regular files and symlinks at any depth below the
@@ -149,18 +160,28 @@ func (r *Repo) underPlainDirs(rel string) bool {
 // checkoutIndex writes the tracked paths back from the index, replacing
 // whatever is there, and records their new stat data in the index.
 func (r *Repo) checkoutIndex(ctx context.Context, paths []string) error {
-	const maxArgBytes = 128 << 10
-	for len(paths) > 0 {
-		n, size := 0, 0
-		for n < len(paths) && (n == 0 || size+len(paths[n]) < maxArgBytes) {
-			size += len(paths[n]) + 1
-			n++
-		}
-		args := append([]string{"checkout-index", "-f", "-u", "--"}, paths[:n]...)
-		if _, err := r.mutate(ctx, args...); err != nil {
+	for chunk := range argChunks(paths) {
+		if _, err := r.mutate(ctx, append([]string{"checkout-index", "-f", "-u", "--"}, chunk...)...); err != nil {
 			return fmt.Errorf("restore tracked files: %w", err)
 		}
-		paths = paths[n:]
 	}
 	return nil
+}
+
+// argChunks splits paths into runs short enough for one command line each.
+func argChunks(paths []string) iter.Seq[[]string] {
+	const maxArgBytes = 128 << 10
+	return func(yield func([]string) bool) {
+		for len(paths) > 0 {
+			n, size := 0, 0
+			for n < len(paths) && (n == 0 || size+len(paths[n]) < maxArgBytes) {
+				size += len(paths[n]) + 1
+				n++
+			}
+			if !yield(paths[:n]) {
+				return
+			}
+			paths = paths[n:]
+		}
+	}
 }
