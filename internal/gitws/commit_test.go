@@ -142,41 +142,49 @@ func TestTidy(t *testing.T) {
 			chmod(t, root, "locked", 0)
 		}, true, []string{"locked/in/x.txt"}},
 	}
+	// Each case as a build has it (the snapshot's watch still running, see
+	// treeChanges), and with git listing everything (the watch closed).
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			ctx := context.Background()
-			b, err := f.repo.Snapshot(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, f.root, "src/app.py", "print('v2')\n")
-			commit, err := f.repo.CommitPaths(ctx, []string{"src/app.py"}, "wo")
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := snapshotTree(t, f.root)
-			tc.leave(t, f.root)
-			rep, clean, err := f.repo.Tidy(ctx, b.Rebased(commit))
-			if err != nil {
-				t.Fatalf("Tidy: %v", err)
-			}
-			if clean != tc.wantClean {
-				t.Errorf("clean = %v, want %v", clean, tc.wantClean)
-			}
-			if !slices.Equal(rep.Removed, tc.removed) {
-				t.Errorf("Removed = %q, want %q", rep.Removed, tc.removed)
-			}
-			if dirty, err := f.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
-				t.Errorf("Dirty after Tidy = %q, %v", dirty, err)
-			}
-			if d := diffTrees(want, snapshotTree(t, f.root)); d != "" {
-				t.Errorf("tree differs from the commit:\n%s", d)
-			}
-			if head, _ := f.repo.Head(ctx); head != commit {
-				t.Errorf("HEAD = %s, want %s", head, commit)
-			}
-		})
+		for _, how := range []string{"watched", "git"} {
+			t.Run(tc.name+"/"+how, func(t *testing.T) {
+				f := newFixture(t)
+				ctx := context.Background()
+				b, err := f.repo.Snapshot(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if how == "git" {
+					b.watch.close()
+					b.watch = nil
+				}
+				writeFile(t, f.root, "src/app.py", "print('v2')\n")
+				commit, err := f.repo.CommitPaths(ctx, []string{"src/app.py"}, "wo")
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := snapshotTree(t, f.root)
+				tc.leave(t, f.root)
+				rep, clean, err := f.repo.Tidy(ctx, b.Rebased(commit))
+				if err != nil {
+					t.Fatalf("Tidy: %v", err)
+				}
+				if clean != tc.wantClean {
+					t.Errorf("clean = %v, want %v", clean, tc.wantClean)
+				}
+				if !slices.Equal(rep.Removed, tc.removed) {
+					t.Errorf("Removed = %q, want %q", rep.Removed, tc.removed)
+				}
+				if dirty, err := f.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
+					t.Errorf("Dirty after Tidy = %q, %v", dirty, err)
+				}
+				if d := diffTrees(want, snapshotTree(t, f.root)); d != "" {
+					t.Errorf("tree differs from the commit:\n%s", d)
+				}
+				if head, _ := f.repo.Head(ctx); head != commit {
+					t.Errorf("HEAD = %s, want %s", head, commit)
+				}
+			})
+		}
 	}
 	f := newFixture(t)
 	b, err := f.repo.Snapshot(context.Background())

@@ -648,28 +648,50 @@ func (r *Repo) Tidy(ctx context.Context, b Baseline) (rep RollbackReport, clean 
 		return rep, false, fmt.Errorf("clean up at %s: %w", b.Commit, err)
 	}
 	errs := r.unlockChanged(b)
-	out, err := r.query(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored",
-		"--ignore-submodules=none", "--no-renames")
+	untracked, tracked, ok, err := r.leftovers(ctx, b)
 	if err != nil {
-		return fail(fmt.Errorf("git status: %w", err))
+		return fail(err)
 	}
-	var untracked []string
-	for _, line := range splitNUL(out) {
-		code, p, ok := strings.Cut(line, " ")
-		if !ok || (code != "??" && code != "!!") || p == "" {
-			// A tracked file or the index changed: only a reset restores that.
-			rep, err := r.Rollback(ctx, b)
-			return rep, false, err
-		}
-		untracked = append(untracked, p)
+	if !ok {
+		// A tracked file or the index changed: only a reset restores that.
+		rep, err := r.Rollback(ctx, b)
+		return rep, false, err
 	}
-	errs = append(errs, r.removeUntracked(ctx, b, untracked, nil, &rep)...)
+	errs = append(errs, r.removeUntracked(ctx, b, untracked, tracked, &rep)...)
 	fixed, modeErrs := r.restoreModes(b)
 	errs = append(errs, modeErrs...)
 	if len(errs) > 0 {
 		return fail(errors.Join(errs...))
 	}
 	return rep, fixed == 0, nil
+}
+
+// leftovers lists for Tidy the untracked files present in a tree whose
+// tracked files and index are those of b.Commit, and false when they are
+// not. Where the watch and the stat data can tell (see treeChanges) it
+// returns every tracked path too; else it asks `git status`.
+func (r *Repo) leftovers(ctx context.Context, b Baseline) (untracked, tracked []string, ok bool, err error) {
+	tree, err := r.query(ctx, "rev-parse", "--verify", "-q", b.Commit+"^{tree}")
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("read the tree of %s: %w", ShortHash(b.Commit), err)
+	}
+	// An index whose cache tree is the commit's stages nothing.
+	if c, ok := r.changesSince(b, strings.TrimSpace(string(tree))); ok {
+		return c.untracked, c.tracked, len(c.stale) == 0, nil
+	}
+	out, err := r.query(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored",
+		"--ignore-submodules=none", "--no-renames")
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("git status: %w", err)
+	}
+	for _, line := range splitNUL(out) {
+		code, p, ok := strings.Cut(line, " ")
+		if !ok || (code != "??" && code != "!!") || p == "" {
+			return nil, nil, false, nil
+		}
+		untracked = append(untracked, p)
+	}
+	return untracked, nil, true, nil
 }
 
 // unlockDirs gives the owner full access (u+rwx) to every directory at or

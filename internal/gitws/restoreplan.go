@@ -52,8 +52,7 @@ func (r *Repo) planRestore(b Baseline) (treeChanges, bool) {
 }
 
 // changesSince returns what changed since b's snapshot against the
-// repository's index, whose cache tree must be tree ("" for any complete
-// one), or false where git must judge: no complete watch, an index this
+// repository's index, whose cache tree must be tree, or false where git must judge: no complete watch, an index this
 // package does not read or with entries git treats specially (submodules,
 // skip-worktree, assume-unchanged, conflicts), a tracked path now a
 // directory or below something that is no longer a plain directory, a new
@@ -64,7 +63,7 @@ func (r *Repo) changesSince(b Baseline, tree string) (treeChanges, bool) {
 		return treeChanges{}, false
 	}
 	idx, info, err := r.readIndex(b.Commit)
-	if err != nil || idx.tree == "" || tree != "" && idx.tree != tree {
+	if err != nil || idx.tree == "" || idx.tree != tree {
 		return treeChanges{}, false
 	}
 	c := treeChanges{tracked: make([]string, len(idx.entries))}
