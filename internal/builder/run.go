@@ -310,7 +310,7 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factory.Result) (string, error) {
 	msg := fmt.Sprintf("factory: %s %s\n\n%s: %s\n%s: %s\n%s: %s\n", wo.ID, oneLine(wo.Title),
 		TrailerWorkOrder, wo.ID, TrailerRunID, res.RunID, TrailerPlan, b.sum.PlanHash)
-	commit, err := b.repo.CommitPaths(ctx, res.Touched, msg)
+	commit, err := b.repo.CommitStaged(ctx, res.Baseline, res.Touched, msg)
 	if err != nil {
 		return "", fmt.Errorf("commit %s: %w", wo.ID, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/factory-harness/factory/internal/proc"
@@ -88,6 +90,104 @@ func (r *Repo) CommitPaths(ctx context.Context, paths []string, message string) 
 		return "", fmt.Errorf("git add in %s: %w", r.Root, err)
 	}
 	return r.commit(ctx, nil, "--allow-empty", "-m", message)
+}
+
+// stagedIndex is an index TreeHashAt staged: the user's index (as stamped
+// by base) with paths, sorted, staged from the work tree, and the tree it
+// writes.
+type stagedIndex struct {
+	data  []byte
+	tree  string
+	paths []string
+	base  string
+}
+
+// CommitStaged is CommitPaths for a tree snapshotted as b whose tree hash
+// TreeHashAt took last: when what it staged then is exactly paths and the
+// index has not changed since, it commits that tree and makes that index the
+// repository's (git commit would stage the paths again, then stat every
+// tracked file and write the same tree); otherwise it calls CommitPaths.
+// Either way the commit is the same object.
+func (r *Repo) CommitStaged(ctx context.Context, b Baseline, paths []string, message string) (string, error) {
+	s := r.stagedFor(b, paths)
+	if b.state != nil {
+		b.state.staged = nil
+	}
+	if s == nil {
+		return r.CommitPaths(ctx, paths, message)
+	}
+	fail := func(err error) (string, error) { return "", fmt.Errorf("git commit in %s: %w", r.Root, err) }
+	// Held as git holds it while committing: nobody else writes the index
+	// meanwhile, and it stays as it was unless the branch moved.
+	lockPath := filepath.Join(r.GitDir, "index.lock")
+	lock, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return fail(fmt.Errorf("lock the index: %w", err))
+	}
+	locked := true
+	defer func() {
+		if locked {
+			lock.Close()
+			os.Remove(lockPath)
+		}
+	}()
+	if _, err := lock.Write(s.data); err != nil {
+		return fail(err)
+	}
+	if err := lock.Close(); err != nil {
+		return fail(err)
+	}
+	message = stripSpace(message)
+	args := append(r.identity(ctx), "commit-tree", "--no-gpg-sign", s.tree, "-p", b.Commit, "-m", message)
+	out, err := r.mutate(ctx, args...)
+	if err != nil {
+		return fail(err)
+	}
+	commit := strings.TrimSpace(string(out))
+	subject, _, _ := strings.Cut(message, "\n")
+	if _, err := r.mutate(ctx, "update-ref", "-m", "commit: "+subject, "HEAD", commit, b.Commit); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(lockPath, filepath.Join(r.GitDir, "index")); err != nil {
+		return fail(fmt.Errorf("HEAD is at %s but the index was not updated: %w", ShortHash(commit), err))
+	}
+	locked = false
+	return commit, nil
+}
+
+// stagedFor returns what TreeHashAt staged for b if it is exactly paths
+// and the index is still the one it was staged from, else nil.
+func (r *Repo) stagedFor(b Baseline, paths []string) *stagedIndex {
+	if b.state == nil || b.state.staged == nil {
+		return nil
+	}
+	s := b.state.staged
+	if want := slices.Compact(slices.Sorted(slices.Values(paths))); len(want) == 0 || !slices.Equal(s.paths, want) || r.indexStamp() != s.base {
+		return nil
+	}
+	return s
+}
+
+// stripSpace cleans a commit message as `git commit -m` does (its default
+// "whitespace" cleanup): trailing whitespace of each line, leading and
+// trailing blank lines and runs of blank lines go; the last line ends in a
+// newline.
+func stripSpace(msg string) string {
+	var b strings.Builder
+	blank := false
+	for line := range strings.SplitSeq(msg, "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		if line == "" {
+			blank = b.Len() > 0
+			continue
+		}
+		if blank {
+			b.WriteString("\n")
+			blank = false
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // CurrentBranch returns the short name of the branch HEAD is on, or "" when

@@ -195,3 +195,78 @@ func TestTidy(t *testing.T) {
 		t.Error("Tidy with a full baseline succeeded; it is only for Rebased ones")
 	}
 }
+
+// CommitStaged must make the very commit CommitPaths makes (same object id,
+// same reflog line), whether or not it can use what TreeHashAt staged, and
+// leave an index that proves the tree clean without git.
+func TestCommitStaged(t *testing.T) {
+	const message = "factory: WO-01 add a thing  \n\n\n\nFactory-Work-Order: WO-01\t\nFactory-Run: abc\n\n"
+	cases := []struct {
+		name       string
+		change     func(t *testing.T, root string) // before TreeHashAt
+		paths      []string
+		after      func(t *testing.T, root string) // between TreeHashAt and the commit
+		wantStaged bool
+	}{
+		{"one file rewritten", func(t *testing.T, root string) { writeFile(t, root, "src/app.py", "v2\n") },
+			[]string{"src/app.py"}, nil, true},
+		{"files written and created", func(t *testing.T, root string) {
+			writeFile(t, root, "src/app.py", "v2\n")
+			writeFile(t, root, "src/new/mod.py", "x\n")
+			writeFile(t, root, "logs/ignored.log", "x\n")
+		}, []string{"src/new/mod.py", "src/app.py"}, nil, true},
+		{"an untracked file besides the paths", func(t *testing.T, root string) {
+			writeFile(t, root, "src/app.py", "v2\n")
+			writeFile(t, root, "junk.txt", "x\n")
+		}, []string{"src/app.py"}, nil, false},
+		{"index changed after the tree hash", func(t *testing.T, root string) { writeFile(t, root, "src/app.py", "v2\n") },
+			[]string{"src/app.py"}, func(t *testing.T, root string) {
+				writeFile(t, root, "staged.txt", "x\n")
+				git(t, root, "add", "staged.txt")
+			}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			commitWith := func(staged bool) (commit, reflog string) {
+				f := newFixture(t)
+				b, err := f.repo.Snapshot(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.change(t, f.root)
+				tree, err := f.repo.TreeHashAt(ctx, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.after != nil {
+					tc.after(t, f.root)
+				}
+				if staged {
+					if got := f.repo.stagedFor(b, tc.paths) != nil; got != tc.wantStaged {
+						t.Errorf("stagedFor = %v, want %v", got, tc.wantStaged)
+					}
+					commit, err = f.repo.CommitStaged(ctx, b, tc.paths, message)
+				} else {
+					commit, err = f.repo.CommitPaths(ctx, tc.paths, message)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if dirty := git(t, f.root, "status", "--porcelain", "--untracked-files=no"); dirty != "" {
+					t.Errorf("after the commit, git status = %q", dirty)
+				}
+				idx, _, err := f.repo.readIndex(commit)
+				if staged && tc.wantStaged && (err != nil || idx.tree != tree) {
+					t.Errorf("index after CommitStaged: cache tree %q (%v), want %s", idx.tree, err, tree)
+				}
+				return commit, git(t, f.root, "reflog", "-1", "--format=%gs", "HEAD")
+			}
+			wantCommit, wantReflog := commitWith(false)
+			gotCommit, gotReflog := commitWith(true)
+			if gotCommit != wantCommit || gotReflog != wantReflog {
+				t.Errorf("CommitStaged made %s (%q), CommitPaths %s (%q)", gotCommit, gotReflog, wantCommit, wantReflog)
+			}
+		})
+	}
+}

@@ -972,14 +972,16 @@ func (r *Repo) indexDiffers(ctx context.Context, commit string) (bool, error) {
 // a throwaway index in a private temporary directory, seeded from a copy of
 // the user's index, which is never written; blobs do land in the object store.
 func (r *Repo) TreeHash(ctx context.Context) (string, error) {
-	return r.stageTree(ctx, nil)
+	tree, _, err := r.stageTree(ctx, nil, false)
+	return tree, err
 }
 
 // TreeHashAt is TreeHash for a tree snapshotted as b (by Snapshot): where
 // the index and refs are as they were then and the watch and stat data tell
 // what changed (see treeChanges), it stages only those paths instead of
 // having git stat every file, and with nothing changed it returns the
-// snapshot's tree without running git.
+// snapshot's tree without running git. What it staged is kept with b, for
+// CommitStaged.
 func (r *Repo) TreeHashAt(ctx context.Context, b Baseline) (string, error) {
 	paths, ok, err := r.changedToStage(ctx, b)
 	switch {
@@ -990,7 +992,13 @@ func (r *Repo) TreeHashAt(ctx context.Context, b Baseline) (string, error) {
 	case len(paths) == 0:
 		return b.tree, nil
 	}
-	return r.stageTree(ctx, paths)
+	tree, index, err := r.stageTree(ctx, paths, true)
+	if err != nil {
+		return "", err
+	}
+	slices.Sort(paths)
+	b.state.staged = &stagedIndex{data: index, tree: tree, paths: paths, base: b.state.indexStamp}
+	return tree, nil
 }
 
 // changedToStage returns the paths that `add -A` would stage in a tree
@@ -1025,41 +1033,48 @@ func (r *Repo) changedToStage(ctx context.Context, b Baseline) ([]string, bool, 
 	return paths, true, nil
 }
 
-// stageTree is TreeHash staging only paths (as pathspecs, with add -A),
-// or everything when paths is nil.
-func (r *Repo) stageTree(ctx context.Context, paths []string) (string, error) {
+// stageTree is TreeHash staging only paths (with update-index: none may
+// be ignored), or everything when paths is nil; with keep it also returns
+// the index it staged them in.
+func (r *Repo) stageTree(ctx context.Context, paths []string, keep bool) (tree string, index []byte, err error) {
 	tmp, err := os.MkdirTemp("", "gitws-index-")
 	if err != nil {
-		return "", fmt.Errorf("git tree hash of %s: %w", r.Root, err)
+		return "", nil, fmt.Errorf("git tree hash of %s: %w", r.Root, err)
 	}
 	defer os.RemoveAll(tmp)
 	// read-tree refuses an existing empty file, so the index path must not
 	// exist yet; the directory also holds git's index.lock. A split index
 	// would write shared index files into .git, hence core.splitIndex=false.
-	index := filepath.Join(tmp, "index")
-	env := gitEnv(true, "GIT_INDEX_FILE="+index)
+	indexPath := filepath.Join(tmp, "index")
+	env := gitEnv(true, "GIT_INDEX_FILE="+indexPath)
 	steps := [][]string{{"add", "-A"}}
 	if paths != nil {
+		// --replace: a new file where a deleted directory was, or the reverse.
 		steps = nil
 		for chunk := range argChunks(paths) {
-			steps = append(steps, append([]string{"--literal-pathspecs", "add", "-A", "--"}, chunk...))
+			steps = append(steps, append([]string{"update-index", "--add", "--remove", "--replace", "--"}, chunk...))
 		}
 	}
 	steps = append(steps, []string{"write-tree"})
 	// A copy of the user's index carries stat data, so `add -A` rehashes only
 	// changed files instead of every tracked one (2x faster at 10,000 files).
 	// Without a usable copy, start from HEAD's tree: same result, slower.
-	if err := r.copyIndex(index); err != nil {
+	if err := r.copyIndex(indexPath); err != nil {
 		steps = append([][]string{{"read-tree", "HEAD"}}, steps...)
 	}
 	var out []byte
 	for _, step := range steps {
 		args := append([]string{"-c", "core.splitIndex=false"}, step...)
 		if out, err = runGit(ctx, r.Root, env, r.pinned(), args...); err != nil {
-			return "", fmt.Errorf("git tree hash of %s: %w", r.Root, err)
+			return "", nil, fmt.Errorf("git tree hash of %s: %w", r.Root, err)
 		}
 	}
-	return strings.TrimSpace(string(out)), nil
+	if keep {
+		if index, err = os.ReadFile(indexPath); err != nil {
+			return "", nil, fmt.Errorf("git tree hash of %s: %w", r.Root, err)
+		}
+	}
+	return strings.TrimSpace(string(out)), index, nil
 }
 
 // copyIndex copies the repository's index file to dst, refusing a split

@@ -39,6 +39,8 @@ type baselineState struct {
 	// indexStamp and refsStamp (see stamp.go) let Rollback skip git when
 	// the index and the refs are as they were; "" when unknown.
 	indexStamp, refsStamp string
+	// staged is what TreeHashAt last staged, for CommitStaged.
+	staged *stagedIndex
 }
 
 // entry is what Snapshot knows about one file, symlink or directory.
