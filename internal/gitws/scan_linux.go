@@ -159,96 +159,78 @@ func unixPerm(mode uint32) fs.FileMode {
 // (rewritten, replaced or deleted), and those git would call racily clean
 // (written no earlier than the index, modified at idxMtime). It is git's
 // index refresh, done here because the index is known to be as it was at
-// the snapshot: a stat of each tracked file, by directory, both cores at
-// once. ok is false where that cannot tell: a directory above an entry is
-// no longer a plain directory, an entry is now a directory, or a system
-// call failed otherwise.
+// the snapshot: a stat of each tracked file relative to its directory, in
+// parts at once as statAll does. ok is false where that cannot tell: a
+// directory above an entry is no longer a plain directory, an entry is now
+// a directory, or a system call failed otherwise.
 func staleEntries(root string, idx *gitIndex, idxMtime time.Time) (stale []string, ok bool) {
 	rootFd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
 	}
 	defer unix.Close(rootFd)
-	byDir := map[string][]int{}
-	var dirs []string
-	for i := range idx.entries {
-		dir := path.Dir(idx.entries[i].path)
-		if _, seen := byDir[dir]; !seen {
-			dirs = append(dirs, dir)
-		}
-		byDir[dir] = append(byDir[dir], i)
-	}
 	idxSec, idxNsec := uint32(idxMtime.Unix()), uint32(idxMtime.Nanosecond())
 	isStale := make([]bool, len(idx.entries))
-	// check stats the entries of dirs[from:to]; false when it cannot tell.
+	// check stats entries[from:to]; false when it cannot tell.
 	check := func(from, to int) bool {
-		for _, dir := range dirs[from:to] {
-			fd, err := rootFd, error(nil)
-			if dir != "." {
-				// No symlink anywhere on the way: git would not follow one either.
-				fd, err = unix.Openat2(rootFd, dir, &unix.OpenHow{
-					Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-					Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
-				})
+		dirFd, dirName, dirGone := rootFd, ".", false
+		defer func() {
+			if dirFd != rootFd {
+				unix.Close(dirFd)
 			}
+		}()
+		var st unix.Stat_t
+		for i := from; i < to; i++ {
+			e := &idx.entries[i]
+			if dir := path.Dir(e.path); dir != dirName {
+				if dirFd != rootFd {
+					unix.Close(dirFd)
+				}
+				dirFd, dirName, dirGone = rootFd, dir, false
+				if dir != "." {
+					// No symlink anywhere on the way: git would not follow one either.
+					fd, err := unix.Openat2(rootFd, dir, &unix.OpenHow{
+						Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+						Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+					})
+					switch {
+					case errors.Is(err, unix.ENOENT):
+						dirGone = true // deleted with its directory
+					case err != nil:
+						return false
+					default:
+						dirFd = fd
+					}
+				}
+			}
+			if dirGone {
+				isStale[i] = true
+				continue
+			}
+			err := unix.Fstatat(dirFd, path.Base(e.path), &st, unix.AT_SYMLINK_NOFOLLOW)
 			switch {
 			case errors.Is(err, unix.ENOENT):
-				for _, i := range byDir[dir] {
-					isStale[i] = true // deleted with its directory
-				}
+				isStale[i] = true
 				continue
-			case err != nil:
+			case err != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR:
 				return false
 			}
-			var st unix.Stat_t
-			for _, i := range byDir[dir] {
-				e := &idx.entries[i]
-				err := unix.Fstatat(fd, path.Base(e.path), &st, unix.AT_SYMLINK_NOFOLLOW)
-				switch {
-				case errors.Is(err, unix.ENOENT):
-					isStale[i] = true
-					continue
-				case err != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR:
-					if fd != rootFd {
-						unix.Close(fd)
-					}
-					return false
-				}
-				w := walked(e.path, &st)
-				racy := w.stat.mtimeSec > idxSec || w.stat.mtimeSec == idxSec && w.stat.mtimeNsec >= idxNsec
-				isStale[i] = racy || w.stat != e.stat || e.mode != ceMode(w.mode)
-			}
-			if fd != rootFd {
-				unix.Close(fd)
-			}
+			w := walked(e.path, &st)
+			racy := w.stat.mtimeSec > idxSec || w.stat.mtimeSec == idxSec && w.stat.mtimeNsec >= idxNsec
+			isStale[i] = racy || w.stat != e.stat || e.mode != ceMode(w.mode)
 		}
 		return true
 	}
-	parts := min(runtime.GOMAXPROCS(0), len(idx.entries)/minStatPart)
-	if parts < 2 {
-		if !check(0, len(dirs)) {
-			return nil, false
-		}
-	} else {
-		// Parts of about equal entry counts, whole directories each.
-		bounds := []int{0}
-		count := 0
-		for k, dir := range dirs {
-			count += len(byDir[dir])
-			if count >= len(bounds)*len(idx.entries)/parts && len(bounds) < parts {
-				bounds = append(bounds, k+1)
-			}
-		}
-		bounds = append(bounds, len(dirs))
-		results := make([]bool, len(bounds)-1)
-		var wg sync.WaitGroup
-		for k := range results {
-			wg.Go(func() { results[k] = check(bounds[k], bounds[k+1]) })
-		}
-		wg.Wait()
-		if slices.Contains(results, false) {
-			return nil, false
-		}
+	n := len(idx.entries)
+	parts := max(1, min(runtime.GOMAXPROCS(0), n/minStatPart))
+	results := make([]bool, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Go(func() { results[k] = check(k*n/parts, (k+1)*n/parts) })
+	}
+	wg.Wait()
+	if slices.Contains(results, false) {
+		return nil, false
 	}
 	for i, s := range isStale {
 		if s {
