@@ -57,3 +57,25 @@ func TestEmbeddedInitIsUsed(t *testing.T) {
 		t.Fatalf("the embedded init confines but the binary itself does not: %v", err)
 	}
 }
+
+// Both ways of making the namespaces (util-linux's unshare, or the fork) set up the whole view.
+func TestBothLaunchersConfine(t *testing.T) {
+	if !hooked.Load() {
+		t.Skip("this test binary has no sandbox.Init hook")
+	}
+	abi, _ := landlockABI()
+	if !Detect().UserNamespaces {
+		t.Skip("user namespaces unavailable here")
+	}
+	initMu.Lock()
+	tool := unshareTool
+	initMu.Unlock()
+	t.Cleanup(func() { setUnshareTool(tool) })
+	if tool == "" {
+		t.Log("util-linux's unshare does not make the namespaces here; the fork does")
+	}
+	setUnshareTool("")
+	if err := probe(abi); err != nil {
+		t.Fatalf("confined through the fork: %v", err)
+	}
+}

@@ -33,6 +33,17 @@ func detect() Support {
 		s.UserNamespacesError = errNoHook.Error()
 		return s
 	}
+	// util-linux's unshare makes the namespaces cheaper than the fork does (launchWithUnshare); a
+	// machine without it, with one too old for --map-current-user (before 2.38) or where it fails,
+	// keeps the fork.
+	if tool, err := exec.LookPath("unshare"); err == nil {
+		setUnshareTool(tool)
+		if probe(s.LandlockABI) == nil {
+			s.UserNamespaces = true
+			return s
+		}
+		setUnshareTool("")
+	}
 	if err := probe(s.LandlockABI); err != nil {
 		// A kernel or security module may refuse to execute the embedded init from its memfd.
 		if !useSelfExe() || probe(s.LandlockABI) != nil {

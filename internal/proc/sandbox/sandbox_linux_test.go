@@ -529,3 +529,16 @@ func TestHostNetworkConnectPorts(t *testing.T) {
 		t.Errorf("connecting to another port: exit %d, output %q; want Permission denied", res.ExitCode, out)
 	}
 }
+
+// The command gets the descriptors an unconfined one gets and no more: none of the init's own
+// (its program, passed to util-linux's unshare to execute) is left open to it.
+func TestCommandGetsOnlyItsDescriptors(t *testing.T) {
+	f := newFixture(t)
+	p := prepare(t, f)
+	const script = "ls /proc/$$/fd | sort -n | tr '\\n' ' '"
+	res, confined := sh(t, p, f.repo, script)
+	_, unconfined := sh(t, nil, f.repo, script)
+	if res.ExitCode != 0 || confined != unconfined {
+		t.Errorf("exit %d; descriptors confined %q, unconfined %q", res.ExitCode, confined, unconfined)
+	}
+}

@@ -36,4 +36,5 @@ type Plan struct {
 	PIDs       bool     `json:"pids,omitempty"`          // a new PID namespace and a fresh /proc
 	HostNet    bool     `json:"host_net,omitempty"`      // keep the host's network namespace
 	Ports      []uint16 `json:"connect_ports,omitempty"` // with HostNet: the TCP ports it may connect to
+	InitFD     int      `json:"init_fd,omitempty"`       // a descriptor of the init's own program, not for the command
 }

@@ -35,6 +35,9 @@ func run() {
 	if err := json.Unmarshal([]byte(os.Args[1]), &pl); err != nil {
 		die(fmt.Errorf("bad plan: %w", err))
 	}
+	if pl.InitFD > 2 {
+		syscall.CloseOnExec(pl.InitFD)
+	}
 	if err := confine(pl); err != nil {
 		die(err)
 	}
