@@ -1097,8 +1097,11 @@ func TestTreeHashAt(t *testing.T) {
 			gitStages: true,
 		},
 		{
-			name:      "file staged",
-			change:    func(t *testing.T, root string) { writeFile(t, root, "staged.py", "x"); git(t, root, "add", "staged.py") },
+			name: "file staged",
+			change: func(t *testing.T, root string) {
+				writeFile(t, root, "staged.py", "x")
+				git(t, root, "add", "staged.py")
+			},
 			gitStages: true,
 		},
 	}
