@@ -37,6 +37,7 @@ type Repo struct {
 	Root      string // absolute work-tree root with symlinks resolved
 	GitDir    string // absolute git directory of this work tree (.git, or .git/worktrees/<name> of the main repository)
 	CommonDir string // absolute common git directory: config, hooks, refs and objects; GitDir unless a linked worktree
+	index     *indexCache
 }
 
 // gitSettings keep git from running code the repository or a command planted
@@ -164,7 +165,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 	if resolved[0] != root {
 		return nil, fmt.Errorf("open git repo %s: it is a subdirectory of the work tree %s; pass the work tree root", dir, resolved[0])
 	}
-	return &Repo{Root: root, GitDir: resolved[1], CommonDir: resolved[2]}, nil
+	return &Repo{Root: root, GitDir: resolved[1], CommonDir: resolved[2], index: &indexCache{}}, nil
 }
 
 // Head returns the full commit hash of HEAD, or an error wrapping ErrNoCommits

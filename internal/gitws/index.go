@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // The index file, read without git (gitformat-index(5)), so that Preflight
@@ -376,7 +377,8 @@ func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile
 }
 
 // readIndex reads and parses the index of this work tree, whose object
-// ids are as long as head's, and returns it with the file's stat data.
+// ids are as long as head's, and returns it with the file's stat data. The
+// result is shared: callers must not change it.
 func (r *Repo) readIndex(head string) (*gitIndex, os.FileInfo, error) {
 	if !isHexHash(head) {
 		return nil, nil, errors.New("no commit to tell the object id length")
@@ -390,12 +392,52 @@ func (r *Repo) readIndex(head string) (*gitIndex, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	stamp, stamped := statLine(info)
+	if idx := r.index.get(stamp, len(head)); stamped && idx != nil {
+		return idx, info, nil
+	}
 	data := make([]byte, info.Size())
 	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, nil, err
 	}
 	idx, err := parseIndex(data, len(head)/2)
+	if err == nil && stamped {
+		r.index.put(stamp, len(head), idx)
+	}
 	return idx, info, err
+}
+
+// indexCache keeps the last index parsed, by the stamp (stat.go) of the
+// file it was read from: a Preflight reads it three times, a rollback once
+// more, and a 10,000-entry index takes milliseconds to check and parse. Git
+// replaces the file by a rename (a new inode) and any write in place
+// changes its ctime, which no command can set back.
+type indexCache struct {
+	mu      sync.Mutex
+	stamp   string
+	hashLen int
+	idx     *gitIndex
+}
+
+func (c *indexCache) get(stamp string, hashLen int) *gitIndex {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stamp != stamp || c.hashLen != hashLen {
+		return nil
+	}
+	return c.idx
+}
+
+func (c *indexCache) put(stamp string, hashLen int, idx *gitIndex) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stamp, c.hashLen, c.idx = stamp, hashLen, idx
 }
 
 // ceMode is the index mode git gives a file of st_mode mode: a regular
