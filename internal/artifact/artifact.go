@@ -39,8 +39,9 @@ type File struct {
 
 // WriteFilesAtomic writes files into dir, each atomically for readers (a
 // temp file renamed over it), and makes them durable together: one sync
-// of the file system once all are renamed (syncfs on Linux; elsewhere an
-// fsync of each file and of dir), instead of two fsyncs per file. On a
+// of the file system once all are renamed (syncfs on Linux, for more than
+// one file; else an fsync of each file and of dir), instead of two fsyncs
+// per file. On a
 // loaded disk one syncfs took a third of the time of the fsyncs of one file
 // and its directory (see bench/README.md). When it
 // returns nil every file is durable with its new content; a crash of the
