@@ -535,11 +535,6 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 		if err := r.checkoutIndex(ctx, plan.stale); err != nil {
 			return fail(err)
 		}
-		if len(plan.stale) > 0 {
-			// The index git just wrote holds the same entries with new stat
-			// data: still the snapshot's, for the next attempt's rollback.
-			st.indexStamp = r.indexStamp()
-		}
 		errs = append(errs, r.removeUntracked(ctx, b, plan.untracked, plan.tracked, &rep)...)
 	} else {
 		untracked, err := r.resetHard(ctx, b)

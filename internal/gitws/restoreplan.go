@@ -157,10 +157,14 @@ func (r *Repo) underPlainDirs(rel string) bool {
 }
 
 // checkoutIndex writes the tracked paths back from the index, replacing
-// whatever is there, and records their new stat data in the index.
+// whatever is there. The index itself stays as it was, byte for byte (no
+// -u): the stat data it holds for these paths no longer match, so git
+// compares their content the next time it looks (and finds it unchanged),
+// and a later rollback writes them again; rewriting the index would cost
+// more on every rollback, for the same content.
 func (r *Repo) checkoutIndex(ctx context.Context, paths []string) error {
 	for chunk := range argChunks(paths) {
-		if _, err := r.mutate(ctx, append([]string{"checkout-index", "-f", "-u", "--"}, chunk...)...); err != nil {
+		if _, err := r.mutate(ctx, append([]string{"checkout-index", "-f", "--"}, chunk...)...); err != nil {
 			return fmt.Errorf("restore tracked files: %w", err)
 		}
 	}
