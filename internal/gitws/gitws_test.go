@@ -632,6 +632,10 @@ func TestRollback(t *testing.T) {
 					t.Fatalf("HEAD at baseline is on %q, want %q", got, wantHead)
 				}
 
+				indexBefore, err := os.ReadFile(filepath.Join(f.root, ".git", "index"))
+				if err != nil {
+					t.Fatal(err)
+				}
 				tt.change(t, f.root)
 				if how == "planned" {
 					if _, planned := f.repo.planRestore(b); planned == tt.gitResets {
@@ -641,6 +645,10 @@ func TestRollback(t *testing.T) {
 				rep, err := f.repo.Rollback(ctx, b)
 				if err != nil {
 					t.Fatalf("Rollback: %v", err)
+				}
+				// Restored without git's reset, the index is the very file it was.
+				if indexAfter, err := os.ReadFile(filepath.Join(f.root, ".git", "index")); how == "planned" && !tt.gitResets && !bytes.Equal(indexBefore, indexAfter) {
+					t.Errorf("Rollback rewrote .git/index (%v)", err)
 				}
 				want := RollbackReport{Removed: tt.wantRemoved, Restored: tt.wantRestored, Unrestored: tt.wantUnrestored, NewRefs: tt.wantNewRefs}
 				if d := diffReports(want, rep); d != "" {
