@@ -29,7 +29,7 @@ import (
 func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, watch *modeWatch, files *[]walkedFile) error {
 	fd, err := unix.Open(filepath.Join(root, filepath.FromSlash(rel)), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return scanError(err)
+		return scanError(err, watch)
 	}
 	return scanDir(fd, rel, empty, modes, watch, files)
 }
@@ -41,7 +41,7 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 	defer dir.Close()
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
-		return scanError(err)
+		return scanError(err, watch)
 	}
 	if len(names) == 0 && rel != "." {
 		*empty = append(*empty, rel)
@@ -74,7 +74,7 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 			modes[p] = unixPerm(st.Mode)
 			sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 			if err != nil {
-				if err := scanError(err); err != nil {
+				if err := scanError(err, watch); err != nil {
 					return err
 				}
 				continue
@@ -132,8 +132,11 @@ func walked(p string, st *unix.Stat_t) walkedFile {
 }
 
 // scanError is nil for a directory the walk may not read, else the error.
-func scanError(err error) error {
+// A directory passed over is not watched either: a command that unlocks it
+// can fill it unseen, so the watch no longer vouches for the tree.
+func scanError(err error, watch *modeWatch) error {
 	if errors.Is(err, fs.ErrPermission) {
+		watch.invalidate()
 		return nil
 	}
 	return fmt.Errorf("scan the work tree: %w", err)

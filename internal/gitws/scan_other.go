@@ -22,6 +22,7 @@ func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, w
 	watch.addDir(rel)
 	entries, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
 	if errors.Is(err, fs.ErrPermission) {
+		watch.invalidate() // see scan_linux.go's scanError
 		return nil
 	}
 	if err != nil {

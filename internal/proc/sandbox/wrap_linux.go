@@ -83,7 +83,7 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 
 // wrapCmd makes cmd run the init with pl instead of its program.
 func wrapCmd(cmd *exec.Cmd, pl plan) error {
-	if tool, init := launcher(); tool != "" && pl.Namespaces && !pl.PIDs {
+	if tool, init := launcher(); tool != "" && pl.Namespaces && !pl.PIDs && len(cmd.ExtraFiles) == 0 {
 		return launchWithUnshare(cmd, pl, tool, init)
 	}
 	data, err := json.Marshal(pl)
