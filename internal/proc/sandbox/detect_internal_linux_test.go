@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,5 +79,48 @@ func TestBothLaunchersConfine(t *testing.T) {
 	setUnshareTool("")
 	if err := probe(abi); err != nil {
 		t.Fatalf("confined through the fork: %v", err)
+	}
+}
+
+// A library the attempt wrote into the work tree and named in LD_PRELOAD must not run outside the
+// sandbox: util-linux's unshare is dynamically linked and runs before the confinement, so such a
+// command is launched by the fork, whose init is static.
+func TestPreloadedLibraryRunsOnlyConfined(t *testing.T) {
+	if !hooked.Load() {
+		t.Skip("this test binary has no sandbox.Init hook")
+	}
+	if !Detect().UserNamespaces {
+		t.Skip("user namespaces unavailable here")
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc is not installed: cannot build the library to preload")
+	}
+	work, outside := t.TempDir(), t.TempDir()
+	src := filepath.Join(outside, "mark.c")
+	lib := filepath.Join(work, "mark.so") // in the work tree, as an attempt would leave it
+	code := "#include <stdio.h>\n#include <stdlib.h>\n__attribute__((constructor)) static void mark(void) {\n" +
+		"  const char *p = getenv(\"FACTORY_TEST_MARK\"); if (p) { FILE *f = fopen(p, \"w\"); if (f) fclose(f); } }\n"
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		t.Skipf("gcc cannot build a shared library here: %v: %s", err, out)
+	}
+	mark := filepath.Join(outside, "marked") // outside the work tree: only an unconfined process can write it
+	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: Detect().LandlockABI, workTree: work}
+	cmd := exec.Command("/bin/true")
+	cmd.Dir = work
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LD_PRELOAD=" + lib, "FACTORY_TEST_MARK=" + mark}
+	cleanup, err := p.wrap(cmd, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("confined true with LD_PRELOAD: %v: %s", err, out)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatalf("the preloaded library wrote %s: it ran unconfined (argv %q)", mark, cmd.Args)
 	}
 }

@@ -83,7 +83,7 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 
 // wrapCmd makes cmd run the init with pl instead of its program.
 func wrapCmd(cmd *exec.Cmd, pl plan) error {
-	if tool, init := launcher(); tool != "" && pl.Namespaces && !pl.PIDs && len(cmd.ExtraFiles) == 0 {
+	if tool, init := launcher(); tool != "" && pl.Namespaces && !pl.PIDs && len(cmd.ExtraFiles) == 0 && !loaderEnv(cmd.Environ()) {
 		return launchWithUnshare(cmd, pl, tool, init)
 	}
 	data, err := json.Marshal(pl)
@@ -141,6 +141,24 @@ func launchWithUnshare(cmd *exec.Cmd, pl plan, tool string, init *os.File) error
 	cmd.Path = tool
 	cmd.ExtraFiles = []*os.File{init}
 	return nil
+}
+
+// loaderEnv reports whether env holds a variable that makes the C library load code or change how
+// a dynamically linked program starts (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, GLIBC_TUNABLES,
+// GCONV_PATH...). util-linux's unshare is such a program and runs before any confinement, with the
+// command's environment: a library the attempt wrote into the work tree and named there would run
+// with the user's full rights. Those commands are launched by the fork instead, whose init is
+// static and ignores them; the command itself still gets them, confined.
+func loaderEnv(env []string) bool {
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "LD_"), strings.HasPrefix(name, "GLIBC_"), strings.HasPrefix(name, "MALLOC_"),
+			name == "GCONV_PATH", name == "LOCPATH", name == "NLSPATH":
+			return true
+		}
+	}
+	return false
 }
 
 // Capability numbers from <linux/capability.h>.
