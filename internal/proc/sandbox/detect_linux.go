@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Detect reports what this machine supports, probing once per process: a trial run of the init,
@@ -36,7 +37,7 @@ func detect() Support {
 	// util-linux's unshare makes the namespaces cheaper than the fork does (launchWithUnshare); a
 	// machine without it, with one too old for --map-current-user (before 2.38) or where it fails,
 	// keeps the fork.
-	if tool, err := exec.LookPath("unshare"); err == nil {
+	if tool := systemUnshare(); tool != "" {
 		setUnshareTool(tool)
 		if probe(s.LandlockABI) == nil {
 			s.UserNamespaces = true
@@ -53,6 +54,23 @@ func detect() Support {
 	}
 	s.UserNamespaces = true
 	return s
+}
+
+// systemUnshare returns the system's util-linux unshare, or "". Never one found on the PATH: it runs
+// before the confinement, and a PATH that holds a directory of the work tree (an activated
+// virtualenv, node_modules/.bin) would let an attempt plant its own. Only a root-owned file no
+// one else may write qualifies.
+func systemUnshare() string {
+	for _, p := range []string{"/usr/bin/unshare", "/bin/unshare"} {
+		info, err := os.Stat(p)
+		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o022 != 0 {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid == 0 {
+			return p
+		}
+	}
+	return ""
 }
 
 // privatePIDs reports whether a PID namespace with its own /proc works on top of the namespaces
