@@ -68,7 +68,9 @@ func (r *Repo) commit(ctx context.Context, who *Identity, args ...string) (strin
 	} else {
 		opts = r.identity(ctx)
 	}
-	argv := append(opts, append([]string{"commit", "-q", "--no-verify", "--no-gpg-sign"}, args...)...)
+	// --cleanup=whitespace whatever commit.cleanup says: our messages are
+	// ours, and CommitStaged cleans them the same way.
+	argv := append(opts, append([]string{"commit", "-q", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace"}, args...)...)
 	if _, err := runGit(ctx, r.Root, gitEnv(false, env...), r.pinned(), argv...); err != nil {
 		return "", fmt.Errorf("git commit in %s: %w", r.Root, err)
 	}
@@ -113,8 +115,8 @@ func (r *Repo) CommitStaged(ctx context.Context, b Baseline, paths []string, mes
 	if b.state != nil {
 		b.state.staged = nil
 	}
-	if s == nil {
-		return r.CommitPaths(ctx, paths, message)
+	if s == nil || stripSpace(message) == "" {
+		return r.CommitPaths(ctx, paths, message) // git refuses an empty message; let it say so
 	}
 	fail := func(err error) (string, error) { return "", fmt.Errorf("git commit in %s: %w", r.Root, err) }
 	// Held as git holds it while committing: nobody else writes the index
@@ -131,6 +133,13 @@ func (r *Repo) CommitStaged(ctx context.Context, b Baseline, paths []string, mes
 			os.Remove(lockPath)
 		}
 	}()
+	if r.indexStamp() != s.base {
+		// Written between the check and the lock: git's way sees that write.
+		lock.Close()
+		os.Remove(lockPath)
+		locked = false
+		return r.CommitPaths(ctx, paths, message)
+	}
 	if _, err := lock.Write(s.data); err != nil {
 		return fail(err)
 	}

@@ -270,3 +270,34 @@ func TestCommitStaged(t *testing.T) {
 		})
 	}
 }
+
+// What TreeHashAt staged for one tree must not be committed for another: a
+// rollback, or a later TreeHashAt that stages the other way, drops it.
+func TestCommitStagedAfterRollbackAndFallback(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	b, err := f.repo.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, f.root, "src/app.py", "v1\n")
+	if _, err := f.repo.TreeHashAt(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.repo.Rollback(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, f.root, "src/app.py", "v2\n")
+	b.watch.invalidate() // this time TreeHashAt has git stage everything
+	tree, err := f.repo.TreeHashAt(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, err := f.repo.CommitStaged(ctx, b, []string{"src/app.py"}, "wo\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, f.root, "rev-parse", commit+"^{tree}"); got != tree {
+		t.Errorf("committed tree %s, TreeHashAt said %s (v2 is in the work tree)", got, tree)
+	}
+}

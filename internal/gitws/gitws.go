@@ -519,6 +519,7 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	var errs []error
 	st := b.state
 	if st != nil {
+		st.staged = nil // the tree it holds is being undone
 		metaErrs, err := r.restoreMeta(st.meta, &rep)
 		if err != nil {
 			return fail(err)
@@ -979,6 +980,9 @@ func (r *Repo) TreeHash(ctx context.Context) (string, error) {
 // snapshot's tree without running git. What it staged is kept with b, for
 // CommitStaged.
 func (r *Repo) TreeHashAt(ctx context.Context, b Baseline) (string, error) {
+	if b.state != nil {
+		b.state.staged = nil // what an earlier call staged is no longer the tree
+	}
 	paths, ok, err := r.changedToStage(ctx, b)
 	switch {
 	case err != nil:
@@ -992,8 +996,10 @@ func (r *Repo) TreeHashAt(ctx context.Context, b Baseline) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	slices.Sort(paths)
-	b.state.staged = &stagedIndex{data: index, tree: tree, paths: paths, base: b.state.indexStamp}
+	if index != nil {
+		slices.Sort(paths)
+		b.state.staged = &stagedIndex{data: index, tree: tree, paths: paths, base: b.state.indexStamp}
+	}
 	return tree, nil
 }
 
@@ -1031,7 +1037,9 @@ func (r *Repo) changedToStage(ctx context.Context, b Baseline) ([]string, bool, 
 
 // stageTree is TreeHash staging only paths (with update-index: none may
 // be ignored), or everything when paths is nil; with keep it also returns
-// the index it staged them in.
+// the index it staged them in, when that started as a copy of the user's
+// (one read from HEAD's tree has no stat data: as the repository's index it
+// would make every file look changed).
 func (r *Repo) stageTree(ctx context.Context, paths []string, keep bool) (tree string, index []byte, err error) {
 	tmp, err := os.MkdirTemp("", "gitws-index-")
 	if err != nil {
@@ -1057,6 +1065,7 @@ func (r *Repo) stageTree(ctx context.Context, paths []string, keep bool) (tree s
 	// Without a usable copy, start from HEAD's tree: same result, slower.
 	if err := r.copyIndex(indexPath); err != nil {
 		steps = append([][]string{{"read-tree", "HEAD"}}, steps...)
+		keep = false
 	}
 	var out []byte
 	for _, step := range steps {

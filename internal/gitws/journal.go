@@ -65,7 +65,9 @@ func (r *Repo) ReadJournal(v any) error { return ReadJournalFile(r.JournalPath()
 // it but ReadJournalFile), then its checksum line. `factory loop` keeps its
 // step journal in the same form.
 func WriteJournalFile(p string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	dir := filepath.Dir(p)
+	_, statErr := os.Stat(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}
 	data, err := json.Marshal(v)
@@ -83,6 +85,13 @@ func WriteJournalFile(p string, v any) error {
 	data = fmt.Appendf(data, "\n%s%s\n", journalSumPrefix, hex.EncodeToString(sum[:]))
 	if err := artifact.WriteFileAtomic(p, data, 0o644); err != nil {
 		return fmt.Errorf("write journal: %w", err)
+	}
+	if os.IsNotExist(statErr) {
+		// A directory made just now: its own name must last too (the
+		// journal's sync covers the file and the directory's entries).
+		if err := artifact.SyncDir(filepath.Dir(dir)); err != nil {
+			return fmt.Errorf("write journal: %w", err)
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,7 +51,10 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 	if rel == "." {
 		prefix = ""
 	}
-	stats, ok := statAll(fd, names)
+	stats, ok, all := statAll(fd, names)
+	if !all {
+		watch.invalidate() // what it could not state, it does not watch: see scanError
+	}
 	for i, name := range names {
 		if name == ".git" {
 			// Below the root, a repository of its own, which git status
@@ -95,28 +99,35 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 }
 
 // statAll stats names in the directory open as fd, without following
-// symlinks; ok[i] is false for a name gone meanwhile. A large directory is
+// symlinks; ok[i] is false for a name that could not be stated, and all is
+// false when one failed for another reason than being gone meanwhile (a
+// directory that may be listed but not searched). A large directory is
 // stated in parts at once, one per processor: the walk is the longest step
 // of a snapshot (Preflight's other steps have run by its end), and these
 // system calls are nearly all of it.
-func statAll(fd int, names []string) (stats []unix.Stat_t, ok []bool) {
+func statAll(fd int, names []string) (stats []unix.Stat_t, ok []bool, all bool) {
 	stats, ok = make([]unix.Stat_t, len(names)), make([]bool, len(names))
+	var failed atomic.Bool
 	stat := func(from, to int) {
 		for i := from; i < to; i++ {
-			ok[i] = unix.Fstatat(fd, names[i], &stats[i], unix.AT_SYMLINK_NOFOLLOW) == nil
+			err := unix.Fstatat(fd, names[i], &stats[i], unix.AT_SYMLINK_NOFOLLOW)
+			ok[i] = err == nil
+			if err != nil && err != unix.ENOENT {
+				failed.Store(true)
+			}
 		}
 	}
 	parts := min(runtime.GOMAXPROCS(0), len(names)/minStatPart)
 	if parts < 2 {
 		stat(0, len(names))
-		return stats, ok
+		return stats, ok, !failed.Load()
 	}
 	var wg sync.WaitGroup
 	for k := range parts {
 		wg.Go(func() { stat(k*len(names)/parts, (k+1)*len(names)/parts) })
 	}
 	wg.Wait()
-	return stats, ok
+	return stats, ok, !failed.Load()
 }
 
 // minStatPart is the fewest names worth a goroutine of their own.
