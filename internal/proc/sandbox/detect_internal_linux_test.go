@@ -124,3 +124,26 @@ func TestPreloadedLibraryRunsOnlyConfined(t *testing.T) {
 		t.Fatalf("the preloaded library wrote %s: it ran unconfined (argv %q)", mark, cmd.Args)
 	}
 }
+
+// Which environments keep a command off util-linux's unshare (see loaderEnv).
+func TestLoaderEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "PYTHONPATH=src", "OLD_LD=1"}, false},
+		{[]string{"PATH=/usr/bin", "LD_PRELOAD=/w/x.so"}, true},
+		{[]string{"LD_LIBRARY_PATH="}, true},
+		{[]string{"LD_AUDIT=/w/a.so"}, true},
+		{[]string{"GLIBC_TUNABLES=glibc.malloc.check=3"}, true},
+		{[]string{"MALLOC_CHECK_=3"}, true},
+		{[]string{"GCONV_PATH=/w"}, true},
+		{[]string{"LOCPATH=/w"}, true},
+		{[]string{"NLSPATH=/w/%N"}, true},
+	} {
+		if got := loaderEnv(tc.env); got != tc.want {
+			t.Errorf("loaderEnv(%q) = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}
