@@ -89,6 +89,22 @@ func replaceFile(path string, data []byte, perm fs.FileMode) (err error) {
 	return nil
 }
 
+// syncEach fsyncs each of paths, then their directory dir.
+func syncEach(dir string, paths []string) error {
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("fsync %s: %w", p, err)
+		}
+	}
+	return SyncDir(dir)
+}
+
 // SyncDir fsyncs a directory so a rename or create in it is durable.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)

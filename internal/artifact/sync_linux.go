@@ -16,16 +16,7 @@ import (
 // attempt's artifacts there took 228 ms.
 func syncTogether(dir string, paths []string) error {
 	if len(paths) == 1 {
-		f, err := os.Open(paths[0])
-		if err != nil {
-			return fmt.Errorf("open %s: %w", paths[0], err)
-		}
-		err = f.Sync()
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("fsync %s: %w", paths[0], err)
-		}
-		return SyncDir(dir)
+		return syncEach(dir, paths)
 	}
 	d, err := os.Open(dir)
 	if err != nil {

@@ -127,17 +127,17 @@ func (r *Repo) CommitStaged(ctx context.Context, b Baseline, paths []string, mes
 		return fail(fmt.Errorf("lock the index: %w", err))
 	}
 	locked := true
-	defer func() {
+	unlock := func() {
 		if locked {
 			lock.Close()
 			os.Remove(lockPath)
+			locked = false
 		}
-	}()
+	}
+	defer unlock()
 	if r.indexStamp() != s.base {
 		// Written between the check and the lock: git's way sees that write.
-		lock.Close()
-		os.Remove(lockPath)
-		locked = false
+		unlock()
 		return r.CommitPaths(ctx, paths, message)
 	}
 	if _, err := lock.Write(s.data); err != nil {

@@ -149,14 +149,7 @@ func TestTidy(t *testing.T) {
 			t.Run(tc.name+"/"+how, func(t *testing.T) {
 				f := newFixture(t)
 				ctx := context.Background()
-				b, err := f.repo.Snapshot(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if how == "git" {
-					b.watch.close()
-					b.watch = nil
-				}
+				b := snapshot(t, f, how != "git")
 				writeFile(t, f.root, "src/app.py", "print('v2')\n")
 				commit, err := f.repo.CommitPaths(ctx, []string{"src/app.py"}, "wo")
 				if err != nil {

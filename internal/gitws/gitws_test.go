@@ -609,14 +609,7 @@ func TestRollback(t *testing.T) {
 				if tt.setup != nil {
 					tt.setup(t, f.root)
 				}
-				b, err := f.repo.Snapshot(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if how == "git" {
-					b.watch.close()
-					b.watch = nil
-				}
+				b := snapshot(t, f, how != "git")
 				before := snapshotTree(t, f.root)
 				mtimesBefore := ignoredMtimes(t, f.root, b)
 				for _, p := range []string{".env", ".venv/lib/python/site.py", ".venv/lib64", ".venv/include", "logs/app.log", ".git/config", ".git/hooks", ".git/info"} {

@@ -89,6 +89,21 @@ func hardLink(t *testing.T, root, from, rel string) {
 	}
 }
 
+// snapshot takes f's baseline; unless watched, with its watch closed, so
+// that what Rollback, TreeHashAt and Tidy do comes from git alone.
+func snapshot(t *testing.T, f fixture, watched bool) Baseline {
+	t.Helper()
+	b, err := f.repo.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !watched {
+		b.watch.close()
+		b.watch = nil
+	}
+	return b
+}
+
 // fixture is a committed repository with the kind of ignored state a user
 // has lying around: secrets, a virtualenv with nested files, a symlink, an
 // empty directory, and logs.

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The index file, read without git (gitformat-index(5)), so that Preflight
@@ -328,11 +329,9 @@ func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile
 	if err != nil || idx.tree == "" {
 		return false
 	}
-	// git stores the index's own mtime as seconds and nanoseconds too.
-	idxSec, idxNsec := uint32(info.ModTime().Unix()), uint32(info.ModTime().Nanosecond())
 	tracked := make(map[string]int, len(idx.entries))
 	for i, e := range idx.entries {
-		if e.flags&(entryAssumeValid|entryStage) != 0 || e.extFlags&(entrySkipWorktree|entryIntentToAdd) != 0 {
+		if e.special() {
 			return false
 		}
 		tracked[e.path] = i
@@ -349,10 +348,7 @@ func (r *Repo) provablyClean(ctx context.Context, b Baseline, files []walkedFile
 		}
 		seen++
 		e := idx.entries[i]
-		// Racily clean (gitformat-index, "racy git"): written no earlier
-		// than the index, so equal stat data prove nothing.
-		racy := w.stat.mtimeSec > idxSec || w.stat.mtimeSec == idxSec && w.stat.mtimeNsec >= idxNsec
-		if racy || w.stat != e.stat || e.mode != ceMode(w.mode) {
+		if !e.unchanged(w, info.ModTime()) {
 			if suspects = append(suspects, e.path); len(suspects) > maxSuspects {
 				return false
 			}
@@ -438,6 +434,23 @@ func (c *indexCache) put(stamp string, hashLen int, idx *gitIndex) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stamp, c.hashLen, c.idx = stamp, hashLen, idx
+}
+
+// special reports whether git treats e apart from a plain staged file:
+// assume-unchanged, a conflict stage, skip-worktree or intent-to-add.
+func (e *indexEntry) special() bool {
+	return e.flags&(entryAssumeValid|entryStage) != 0 || e.extFlags&(entrySkipWorktree|entryIntentToAdd) != 0
+}
+
+// unchanged reports whether w, a file or symlink at e's path, is provably
+// what e records: the same stat data and type, and not racily clean
+// (gitformat-index, "racy git": written no earlier than the index, modified
+// at idxMtime, so equal stat data prove nothing).
+func (e *indexEntry) unchanged(w walkedFile, idxMtime time.Time) bool {
+	// git stores the index's own mtime as seconds and nanoseconds too.
+	idxSec, idxNsec := uint32(idxMtime.Unix()), uint32(idxMtime.Nanosecond())
+	racy := w.stat.mtimeSec > idxSec || w.stat.mtimeSec == idxSec && w.stat.mtimeNsec >= idxNsec
+	return !racy && w.stat == e.stat && e.mode == ceMode(w.mode)
 }
 
 // ceMode is the index mode git gives a file of st_mode mode: a regular

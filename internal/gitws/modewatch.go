@@ -14,6 +14,8 @@ import (
 // cost of a rollback. Whenever the record may be incomplete (the kernel
 // dropped events, a directory was moved, too many directories to watch, no
 // inotify) it is not ok, and restoreModes walks the whole tree as before.
+// The same record of created names is where treeChanges finds untracked
+// files.
 //
 // The set of paths is cumulative since the snapshot, so a second Rollback
 // (or a Tidy after a commit) checks everything the first one did.

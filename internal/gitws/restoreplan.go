@@ -68,8 +68,7 @@ func (r *Repo) changesSince(b Baseline, tree string) (treeChanges, bool) {
 	}
 	c := treeChanges{tracked: make([]string, len(idx.entries))}
 	for i, e := range idx.entries {
-		if e.flags&(entryAssumeValid|entryStage) != 0 || e.extFlags&(entrySkipWorktree|entryIntentToAdd) != 0 ||
-			e.mode&0o170000 == 0o160000 {
+		if e.special() || e.mode == 0o160000 {
 			return treeChanges{}, false
 		}
 		c.tracked[i] = e.path

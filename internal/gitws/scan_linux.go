@@ -8,7 +8,6 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,7 +107,7 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 func statAll(fd int, names []string) (stats []unix.Stat_t, ok []bool, all bool) {
 	stats, ok = make([]unix.Stat_t, len(names)), make([]bool, len(names))
 	var failed atomic.Bool
-	stat := func(from, to int) {
+	inParts(len(names), func(from, to int) {
 		for i := from; i < to; i++ {
 			err := unix.Fstatat(fd, names[i], &stats[i], unix.AT_SYMLINK_NOFOLLOW)
 			ok[i] = err == nil
@@ -116,18 +115,23 @@ func statAll(fd int, names []string) (stats []unix.Stat_t, ok []bool, all bool) 
 				failed.Store(true)
 			}
 		}
-	}
-	parts := min(runtime.GOMAXPROCS(0), len(names)/minStatPart)
+	})
+	return stats, ok, !failed.Load()
+}
+
+// inParts calls do(from, to) on parts of [0, n), one per processor at once
+// when each part would hold at least minStatPart items, else once.
+func inParts(n int, do func(from, to int)) {
+	parts := min(runtime.GOMAXPROCS(0), n/minStatPart)
 	if parts < 2 {
-		stat(0, len(names))
-		return stats, ok, !failed.Load()
+		do(0, n)
+		return
 	}
 	var wg sync.WaitGroup
 	for k := range parts {
-		wg.Go(func() { stat(k*len(names)/parts, (k+1)*len(names)/parts) })
+		wg.Go(func() { do(k*n/parts, (k+1)*n/parts) })
 	}
 	wg.Wait()
-	return stats, ok, !failed.Load()
 }
 
 // minStatPart is the fewest names worth a goroutine of their own.
@@ -174,7 +178,7 @@ func unixPerm(mode uint32) fs.FileMode {
 // (written no earlier than the index, modified at idxMtime). It is git's
 // index refresh, done here because the index is known to be as it was at
 // the snapshot: a stat of each tracked file relative to its directory, in
-// parts at once as statAll does. ok is false where that cannot tell: a
+// parts at once (inParts). ok is false where that cannot tell: a
 // directory above an entry is no longer a plain directory, an entry is now
 // a directory, or a system call failed otherwise.
 func staleEntries(root string, idx *gitIndex, idxMtime time.Time) (stale []string, ok bool) {
@@ -183,7 +187,6 @@ func staleEntries(root string, idx *gitIndex, idxMtime time.Time) (stale []strin
 		return nil, false
 	}
 	defer unix.Close(rootFd)
-	idxSec, idxNsec := uint32(idxMtime.Unix()), uint32(idxMtime.Nanosecond())
 	isStale := make([]bool, len(idx.entries))
 	// check stats entries[from:to]; false when it cannot tell.
 	check := func(from, to int) bool {
@@ -229,21 +232,17 @@ func staleEntries(root string, idx *gitIndex, idxMtime time.Time) (stale []strin
 			case err != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR:
 				return false
 			}
-			w := walked(e.path, &st)
-			racy := w.stat.mtimeSec > idxSec || w.stat.mtimeSec == idxSec && w.stat.mtimeNsec >= idxNsec
-			isStale[i] = racy || w.stat != e.stat || e.mode != ceMode(w.mode)
+			isStale[i] = !e.unchanged(walked(e.path, &st), idxMtime)
 		}
 		return true
 	}
-	n := len(idx.entries)
-	parts := max(1, min(runtime.GOMAXPROCS(0), n/minStatPart))
-	results := make([]bool, parts)
-	var wg sync.WaitGroup
-	for k := range parts {
-		wg.Go(func() { results[k] = check(k*n/parts, (k+1)*n/parts) })
-	}
-	wg.Wait()
-	if slices.Contains(results, false) {
+	var failed atomic.Bool
+	inParts(len(idx.entries), func(from, to int) {
+		if !check(from, to) {
+			failed.Store(true)
+		}
+	})
+	if failed.Load() {
 		return nil, false
 	}
 	for i, s := range isStale {

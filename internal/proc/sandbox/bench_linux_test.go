@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
 
 	"github.com/factory-harness/factory/internal/proc"
@@ -24,7 +23,7 @@ func BenchmarkRun(b *testing.B) {
 		p    *sandbox.Policy
 	}{{"unconfined", nil}, {string(confined.Mechanism()), confined}} {
 		b.Run(c.name, func(b *testing.B) {
-			before := cpuTime()
+			before := sandbox.CPUTime()
 			for b.Loop() {
 				if res := proc.Run(context.Background(), proc.Spec{Argv: []string{"true"}, Dir: dir, Sandbox: c.p}); res.ExitCode != 0 {
 					b.Fatalf("Run(true) = %+v", res)
@@ -32,15 +31,7 @@ func BenchmarkRun(b *testing.B) {
 			}
 			// CPU time of this process and its children: unlike ns/op, it hardly depends on what else
 			// the machine runs.
-			b.ReportMetric(float64(cpuTime()-before)/float64(b.N)/1e6, "cpu-ms/op")
+			b.ReportMetric(float64(sandbox.CPUTime()-before)/float64(b.N)/1e6, "cpu-ms/op")
 		})
 	}
-}
-
-// cpuTime is the user and system time of this process and of its children waited for.
-func cpuTime() int64 {
-	var self, children syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
-	return self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano()
 }

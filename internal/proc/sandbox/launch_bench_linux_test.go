@@ -40,7 +40,7 @@ func BenchmarkLaunch(b *testing.B) {
 		for _, how := range []string{"fork", "unshare"} {
 			b.Run(fmt.Sprintf("%s/heap=%dMB", how, mb), func(b *testing.B) {
 				setUnshareTool(map[string]string{"fork": "", "unshare": tool}[how])
-				before := cpuTime()
+				before := CPUTime()
 				for b.Loop() {
 					for _, chunk := range heap {
 						chunk[0]++ // a program at work writes to its heap
@@ -56,14 +56,15 @@ func BenchmarkLaunch(b *testing.B) {
 					}
 					cleanup()
 				}
-				b.ReportMetric(float64(cpuTime()-before)/float64(b.N)/1e6, "cpu-ms/op")
+				b.ReportMetric(float64(CPUTime()-before)/float64(b.N)/1e6, "cpu-ms/op")
 			})
 		}
 	}
 }
 
-// cpuTime is the user and system time of this process and of its children waited for.
-func cpuTime() int64 {
+// CPUTime is the user and system time of this process and of its children waited for (for the
+// benchmarks of this package and of package sandbox_test).
+func CPUTime() int64 {
 	var self, children syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
 	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -83,12 +84,18 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 
 // wrapCmd makes cmd run the init with pl instead of its program.
 func wrapCmd(cmd *exec.Cmd, pl plan) error {
-	if tool, init := launcher(); tool != "" && pl.Namespaces && !pl.PIDs && len(cmd.ExtraFiles) == 0 && !loaderEnv(cmd.Environ()) {
-		return launchWithUnshare(cmd, pl, tool, init)
+	tool, init := launcher()
+	viaUnshare := tool != "" && pl.Namespaces && !pl.PIDs && len(cmd.ExtraFiles) == 0 && !loaderEnv(cmd.Environ())
+	if viaUnshare {
+		pl.InitFD = 3
 	}
 	data, err := json.Marshal(pl)
 	if err != nil {
 		return fmt.Errorf("sandbox: cannot encode the plan: %w", err)
+	}
+	if viaUnshare {
+		launchWithUnshare(cmd, pl, string(data), tool, init)
+		return nil
 	}
 	cmd.Args = append([]string{initproc.Arg0, string(data), cmd.Path}, cmd.Args...)
 	cmd.Path = initExe()
@@ -116,31 +123,26 @@ func wrapCmd(cmd *exec.Cmd, pl plan) error {
 
 // launchWithUnshare makes cmd run util-linux's unshare (tool), which makes the user, mount and
 // network namespaces in its own process, maps the user's ids to themselves, keeps the capabilities
-// the init needs as ambient ones, and executes the embedded init (its memfd, init, passed as the
-// child's descriptor 3, which the init closes as it executes the command).
+// the init needs as ambient ones, and executes the embedded init with plan pl, encoded as data
+// (the init's memfd, init, is passed as the child's descriptor 3, pl.InitFD, which the init closes
+// as it executes the command).
 //
 // Why not the fork, as wrapCmd does otherwise: Go forks a child that is to enter a new user namespace
 // with a full copy of factory's address space instead of sharing it until the exec (the parent must
 // write the child's id maps while the child waits), and that copy, and the faults it leaves factory
-// on every page it writes afterwards, grow with factory's heap: 3.7 ms of CPU per command with an
-// empty heap, 6.9 ms with 50 MB, 15 ms with 150 MB. Started this way the command costs ~4 ms
-// whatever the heap (bench/README.md). The process started is still the command's own: unshare and
+// on every page it writes afterwards, grow with factory's heap: 5.7 ms of CPU per command with an
+// empty heap, 11 ms with 50 MB, 17.5 ms with 150 MB, against ~5 ms whatever the heap this way
+// (BenchmarkLaunch, bench/README.md). The process started is still the command's own: unshare and
 // the init each execute the next program in place.
-func launchWithUnshare(cmd *exec.Cmd, pl plan, tool string, init *os.File) error {
-	pl.InitFD = 3
-	data, err := json.Marshal(pl)
-	if err != nil {
-		return fmt.Errorf("sandbox: cannot encode the plan: %w", err)
-	}
+func launchWithUnshare(cmd *exec.Cmd, pl plan, data, tool string, init *os.File) {
 	args := []string{"unshare", "--user", "--map-current-user", "--mount", "--keep-caps"}
 	if !pl.HostNet {
 		args = append(args, "--net")
 	}
-	args = append(args, "--", "/proc/self/fd/3", string(data), cmd.Path)
+	args = append(args, "--", "/proc/self/fd/"+strconv.Itoa(pl.InitFD), data, cmd.Path)
 	cmd.Args = append(args, cmd.Args...)
 	cmd.Path = tool
 	cmd.ExtraFiles = []*os.File{init}
-	return nil
 }
 
 // loaderEnv reports whether env holds a variable that makes the C library load code or change how
