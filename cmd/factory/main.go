@@ -7,11 +7,9 @@ import (
 	"runtime/debug"
 
 	"github.com/factory-harness/factory/internal/cli"
-	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 func main() {
-	sandbox.Init() // in a confined command's init, confines it and never returns
 	// The live heap stays small (a run: a few MB), so collecting a quarter
 	// as often costs little memory and saves ~4% of a run's CPU (measured
 	// on bench/floor_ratio.sh's attempt). GOGC, if set, still wins.

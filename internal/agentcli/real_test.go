@@ -22,12 +22,10 @@ import (
 	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
-// TestMain lets the test binary serve as the sandbox's init, and puts the real API key in the test
-// process's own environment, as it is in factory's when the runner starts an agent: the test binary
-// is then an ancestor of every agent holding the key in /proc/<pid>/environ, which the agent must
+// TestMain puts the real API key in the test process's own environment, as it is in factory's when
+// the runner starts an agent: the test binary is then an ancestor of every agent holding the key in /proc/<pid>/environ, which the agent must
 // not be able to read. (os.Setenv would not show there: the binary re-executes itself with it.)
 func TestMain(m *testing.M) {
-	sandbox.Init()
 	if os.Getenv(testKey) != testKeyValue {
 		err := syscall.Exec("/proc/self/exe", os.Args, append(os.Environ(), testKey+"="+testKeyValue))
 		fmt.Fprintf(os.Stderr, "re-execute the test binary with %s: %v\n", testKey, err)

@@ -5,15 +5,12 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // TestMain makes the test binary double as the real `factory` binary (on
 // PATH for scripts and for the end-to-end tests), so tests drive the CLI as a
 // user does: a separate process, real exit codes and real signals.
 func TestMain(m *testing.M) {
-	sandbox.Init()
 	testscript.Main(m, map[string]func(){
 		"factory": func() { os.Exit(Main()) },
 	})

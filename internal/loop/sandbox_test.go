@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // gitIn runs git in dir with a pinned identity and no user configuration.
@@ -24,11 +25,11 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestOpenGuardSandboxRequiredRefuses: this test binary never calls
-// sandbox.Init, so it cannot confine a guard, as on a machine without
-// namespaces or Landlock: "required" refuses before anything is modified,
-// "auto" opens (and would run the guard unconfined with a warning).
+// TestOpenGuardSandboxRequiredRefuses: on a machine that cannot confine a
+// guard (no namespaces, no Landlock), "required" refuses before anything is
+// modified, "auto" opens (and would run the guard unconfined with a warning).
 func TestOpenGuardSandboxRequiredRefuses(t *testing.T) {
+	t.Cleanup(sandbox.MakeUnavailable("no confinement on this test machine"))
 	ctx := context.Background()
 	root := t.TempDir()
 	gitIn(t, root, "init", "-q", "-b", "main")
@@ -51,7 +52,7 @@ func TestOpenGuardSandboxRequiredRefuses(t *testing.T) {
 	before := gitIn(t, root, "status", "--porcelain", "--ignored")
 
 	_, err := Open(ctx, Options{Root: root})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `[guard] sandbox = "required": --sandbox required: cannot confine commands on this machine: this program does not call sandbox.Init`) {
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `[guard] sandbox = "required": --sandbox required: cannot confine commands on this machine: no confinement on this test machine`) {
 		t.Fatalf("Open = %v, want a refusal saying the guard cannot be confined", err)
 	}
 	if got := gitIn(t, root, "rev-parse", "HEAD"); got != head {
@@ -71,8 +72,8 @@ func TestOpenGuardSandboxRequiredRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if want := "guard sandbox auto: NOT confined\nwarning: sandbox unavailable, commands run unconfined: this program does not call sandbox.Init at the start of main\n" +
-		"executor sandbox auto: NOT confined\nwarning: sandbox unavailable, commands run unconfined: this program does not call sandbox.Init at the start of main\n"; progress.String() != want {
+	if want := "guard sandbox auto: NOT confined\nwarning: sandbox unavailable, commands run unconfined: no confinement on this test machine\n" +
+		"executor sandbox auto: NOT confined\nwarning: sandbox unavailable, commands run unconfined: no confinement on this test machine\n"; progress.String() != want {
 		t.Errorf("progress = %q, want %q", progress.String(), want)
 	}
 }

@@ -14,9 +14,6 @@ import (
 // directory under the host's /tmp, which the confined view replaces, it
 // once failed ("cannot enter …") and made `auto` fall back to Landlock.
 func TestProbeFromADirectoryUnderTmp(t *testing.T) {
-	if !hooked.Load() {
-		t.Skip("this test binary has no sandbox.Init hook")
-	}
 	dir, err := os.MkdirTemp("/tmp", "factory-probe-cwd-")
 	if err != nil {
 		t.Skip("no /tmp here")
@@ -32,63 +29,36 @@ func TestProbeFromADirectoryUnderTmp(t *testing.T) {
 	}
 }
 
-// Where an init is embedded, confined commands start it from its memfd, not the whole binary; and
-// both inits confine the same way (the probe sets up the whole view).
+// Confined commands start the embedded init from its memfd.
 func TestEmbeddedInitIsUsed(t *testing.T) {
 	if len(initbin.Binary) == 0 {
 		t.Skip("no init is embedded for this platform")
 	}
-	path := initExe()
-	if !strings.HasPrefix(path, "/proc/self/fd/") {
-		t.Fatalf("initExe() = %q, want the embedded init's memfd", path)
+	path, err := initExe()
+	if err != nil || !strings.HasPrefix(path, "/proc/self/fd/") {
+		t.Fatalf("initExe() = %q, %v; want the embedded init's memfd", path, err)
 	}
 	exe, err := os.Readlink(path)
 	if err != nil || !strings.HasPrefix(exe, "/memfd:factory-sandbox-init") {
 		t.Fatalf("%s -> %q, %v; want the memfd", path, exe, err)
 	}
-	if !hooked.Load() {
-		t.Skip("this test binary has no sandbox.Init hook")
-	}
-	abi, _ := landlockABI()
-	if err := probe(abi); err != nil {
-		t.Skipf("user namespaces unavailable here: %v", err)
-	}
-	t.Cleanup(func() { initMu.Lock(); initPath = path; initMu.Unlock() })
-	useSelfExe()
-	if err := probe(abi); err != nil {
-		t.Fatalf("the embedded init confines but the binary itself does not: %v", err)
-	}
 }
 
-// Both ways of making the namespaces (util-linux's unshare, or the fork) set up the whole view.
-func TestBothLaunchersConfine(t *testing.T) {
-	if !hooked.Load() {
-		t.Skip("this test binary has no sandbox.Init hook")
-	}
-	abi, _ := landlockABI()
+// Both ways of making the namespaces set up the whole view: the init's own (unshare), and the
+// fork's, which a private PID namespace needs.
+func TestBothWaysOfMakingNamespacesConfine(t *testing.T) {
 	if !Detect().UserNamespaces {
-		t.Skip("user namespaces unavailable here")
+		t.Skipf("user namespaces unavailable here: %s", Detect().UserNamespacesError)
 	}
-	initMu.Lock()
-	tool := unshareTool
-	initMu.Unlock()
-	t.Cleanup(func() { setUnshareTool(tool) })
-	if tool == "" {
-		t.Log("util-linux's unshare does not make the namespaces here; the fork does")
-	}
-	setUnshareTool("")
-	if err := probe(abi); err != nil {
-		t.Fatalf("confined through the fork: %v", err)
+	if err := privatePIDs(); err != nil {
+		t.Fatalf("confined through the fork, in a PID namespace: %v", err)
 	}
 }
 
 // A library the attempt wrote into the work tree and named in LD_PRELOAD must not run outside the
-// sandbox: util-linux's unshare is dynamically linked and runs before the confinement, so such a
-// command is launched by the fork, whose init is static.
+// sandbox: nothing dynamically linked may run between factory and the confinement (the init is
+// static).
 func TestPreloadedLibraryRunsOnlyConfined(t *testing.T) {
-	if !hooked.Load() {
-		t.Skip("this test binary has no sandbox.Init hook")
-	}
 	if !Detect().UserNamespaces {
 		t.Skip("user namespaces unavailable here")
 	}
@@ -122,28 +92,5 @@ func TestPreloadedLibraryRunsOnlyConfined(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatalf("the preloaded library wrote %s: it ran unconfined (argv %q)", mark, cmd.Args)
-	}
-}
-
-// Which environments keep a command off util-linux's unshare (see loaderEnv).
-func TestLoaderEnv(t *testing.T) {
-	for _, tc := range []struct {
-		env  []string
-		want bool
-	}{
-		{nil, false},
-		{[]string{"PATH=/usr/bin", "HOME=/home/u", "LANG=C.UTF-8", "PYTHONPATH=src", "OLD_LD=1"}, false},
-		{[]string{"PATH=/usr/bin", "LD_PRELOAD=/w/x.so"}, true},
-		{[]string{"LD_LIBRARY_PATH="}, true},
-		{[]string{"LD_AUDIT=/w/a.so"}, true},
-		{[]string{"GLIBC_TUNABLES=glibc.malloc.check=3"}, true},
-		{[]string{"MALLOC_CHECK_=3"}, true},
-		{[]string{"GCONV_PATH=/w"}, true},
-		{[]string{"LOCPATH=/w"}, true},
-		{[]string{"NLSPATH=/w/%N"}, true},
-	} {
-		if got := loaderEnv(tc.env); got != tc.want {
-			t.Errorf("loaderEnv(%q) = %v, want %v", tc.env, got, tc.want)
-		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Detect reports what this machine supports, probing once per process: a trial run of the init,
@@ -30,53 +29,32 @@ var (
 func detect() Support {
 	var s Support
 	s.LandlockABI, s.LandlockError = landlockABI()
-	if !hooked.Load() {
-		s.UserNamespacesError = errNoHook.Error()
+	if _, err := initExe(); err != nil {
+		s.UserNamespacesError, s.LandlockABI, s.LandlockError = err.Error(), 0, err.Error()
 		return s
 	}
-	// util-linux's unshare makes the namespaces cheaper than the fork does (launchWithUnshare); a
-	// machine without it, with one too old for --map-current-user (before 2.38) or where it fails,
-	// keeps the fork.
-	if tool := systemUnshare(); tool != "" {
-		setUnshareTool(tool)
-		if probe(s.LandlockABI) == nil {
-			s.UserNamespaces = true
-			return s
-		}
-		setUnshareTool("")
+	err := probe(s.LandlockABI)
+	if err == nil {
+		s.UserNamespaces = true
+		return s
 	}
-	if err := probe(s.LandlockABI); err != nil {
-		// A kernel or security module may refuse to execute the embedded init from its memfd.
-		if !useSelfExe() || probe(s.LandlockABI) != nil {
-			s.UserNamespacesError = err.Error()
-			return s
+	s.UserNamespacesError = err.Error()
+	// A kernel or security module may refuse to execute the init from its memfd at all; then
+	// Landlock alone cannot be had either.
+	if s.LandlockABI > 0 {
+		if err := probeWith(&Policy{mode: ModeAuto, mech: MechanismLandlock, abi: s.LandlockABI}); err != nil {
+			s.LandlockABI, s.LandlockError = 0, err.Error()
 		}
 	}
-	s.UserNamespaces = true
 	return s
-}
-
-// systemUnshare returns the system's util-linux unshare, or "". Never one found on the PATH: it runs
-// before the confinement, and a PATH that holds a directory of the work tree (an activated
-// virtualenv, node_modules/.bin) would let an attempt plant its own. Only a root-owned file no
-// one else may write qualifies.
-func systemUnshare() string {
-	for _, p := range []string{"/usr/bin/unshare", "/bin/unshare"} {
-		info, err := os.Stat(p)
-		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o022 != 0 {
-			continue
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid == 0 {
-			return p
-		}
-	}
-	return ""
 }
 
 // privatePIDs reports whether a PID namespace with its own /proc works on top of the namespaces
 // mechanism (a container may forbid mounting proc), probing once per process.
 func privatePIDs() error {
-	pidsOnce.Do(func() { pidsErr = probeWith(Detect().LandlockABI, true) })
+	pidsOnce.Do(func() {
+		pidsErr = probeWith(&Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: Detect().LandlockABI, pids: true})
+	})
 	return pidsErr
 }
 
@@ -86,16 +64,18 @@ var (
 )
 
 // probe runs the init through the namespaces mechanism on a scratch directory.
-func probe(abi int) error { return probeWith(abi, false) }
+func probe(abi int) error {
+	return probeWith(&Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi})
+}
 
-// probeWith is probe, with a private PID namespace when pids is set.
-func probeWith(abi int, pids bool) error {
+// probeWith runs the init with p's mechanism on a scratch directory, its work tree.
+func probeWith(p *Policy) error {
 	dir, err := os.MkdirTemp("", "factory-sandbox-probe-")
 	if err != nil {
 		return fmt.Errorf("cannot create a directory for the probe: %w", err)
 	}
 	defer removeAll(dir)
-	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi, workTree: dir, pids: pids}
+	p.workTree = dir
 	cmd := exec.Command("/bin/true")
 	// In the scratch work tree: the init re-enters its directory after the
 	// mounts, and factory's own may be under a /tmp the probe does not show.

@@ -1,22 +1,16 @@
 package sandbox
 
 import (
-	"os"
+	"syscall"
 
-	"github.com/factory-harness/factory/internal/proc/sandbox/initproc"
+	"golang.org/x/sys/unix"
 )
 
-// Init must be the first statement of main, and of TestMain in test binaries that run confined
-// commands: it records that the binary can serve as the sandbox's init. The init itself runs earlier,
-// in package initproc's initializer, before the initializers of the rest of the binary; should a
-// process started by Wrap reach Init all the same, Init confines it and executes the command, never
-// returning.
-func Init() {
-	if len(os.Args) >= 2 && os.Args[0] == initproc.Arg0 {
-		initproc.Run()
-	}
-	hooked.Store(true)
-}
-
 // landlockABI returns the kernel's Landlock ABI version, 0 without Landlock, and why.
-func landlockABI() (int, string) { return initproc.LandlockABI() }
+func landlockABI() (int, string) {
+	v, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, "landlock_create_ruleset: " + errno.Error()
+	}
+	return int(v), ""
+}

@@ -7,9 +7,6 @@ import (
 	"os/exec"
 )
 
-// Init only records that the binary has the hook: there is no init off Linux.
-func Init() { hooked.Store(true) }
-
 // Detect reports no support off Linux.
 func Detect() Support {
 	return Support{UserNamespacesError: "not Linux", LandlockError: "not Linux"}

@@ -10,7 +10,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,12 +105,15 @@ func (e *UnavailableError) Error() string {
 	return "--sandbox required: cannot confine commands on this machine: " + e.Reason
 }
 
-// hooked records that Init ran in this process, so the binary can serve as the sandbox's init.
-var hooked atomic.Bool
+// unavailable, when set, is why Prepare must find no mechanism (MakeUnavailable).
+var unavailable atomic.Pointer[string]
 
-// errNoHook is why a binary that never called Init cannot confine: re-executing it would not reach
-// the init.
-var errNoHook = errors.New("this program does not call sandbox.Init at the start of main")
+// MakeUnavailable makes Prepare decide, until restore is called, as on a machine that can confine
+// nothing, for reason: for the tests of callers that must refuse or warn there.
+func MakeUnavailable(reason string) (restore func()) {
+	unavailable.Store(&reason)
+	return func() { unavailable.Store(nil) }
+}
 
 // Prepare checks req and decides how to confine commands on this machine. In ModeAuto it never fails
 // for lack of support: the policy then runs commands unconfined and Warning says why. Errors: bad
@@ -146,8 +148,8 @@ func Prepare(req Request) (*Policy, error) {
 	sup := Detect()
 	p.abi = sup.LandlockABI
 	switch {
-	case !hooked.Load():
-		p.reason = errNoHook.Error()
+	case unavailable.Load() != nil:
+		p.reason = *unavailable.Load()
 	case sup.UserNamespaces:
 		p.mech = MechanismNamespaces
 		if !req.PrivatePIDs {

@@ -16,12 +16,6 @@ import (
 	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
-// TestMain lets the test binary serve as the sandbox's init, as main does for factory.
-func TestMain(m *testing.M) {
-	sandbox.Init()
-	os.Exit(m.Run())
-}
-
 // fixture is a repository with its git directory, a sibling directory, a stand-in for the user's
 // home and an artifact directory, all under one temporary directory.
 type fixture struct {

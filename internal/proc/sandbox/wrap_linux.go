@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,15 +10,53 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/factory-harness/factory/internal/proc/sandbox/initproc"
 )
 
-// plan is what the init does (package initproc).
-type plan = initproc.Plan
+// plan is what the init does: see the options in initbin/c/init.c, which args writes.
+type plan struct {
+	makeNS, madeNS, pids, hostNet, probe bool
+	hostTmp, tmp, makeHome               string
+	writable, readOnly, hide             []string
+	ports                                []uint16
+	abi, parent                          int
+}
 
-// Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the factory
-// binary as the sandbox's init, which confines itself and then executes the command. It keeps the
+// args is pl as the init's options, then "--", the command's path and argv.
+func (pl plan) args(path string, argv []string) []string {
+	args := []string{initArg0}
+	for _, f := range []struct {
+		set bool
+		opt string
+	}{{pl.makeNS, "-n"}, {pl.madeNS, "-N"}, {pl.pids, "-p"}, {pl.hostNet, "-H"}, {pl.probe, "-q"}} {
+		if f.set {
+			args = append(args, f.opt)
+		}
+	}
+	for _, f := range []struct{ opt, val string }{{"-T", pl.hostTmp}, {"-t", pl.tmp}, {"-m", pl.makeHome}} {
+		if f.val != "" {
+			args = append(args, f.opt, f.val)
+		}
+	}
+	for _, f := range []struct {
+		opt   string
+		paths []string
+	}{{"-w", pl.writable}, {"-r", pl.readOnly}, {"-x", pl.hide}} {
+		for _, path := range f.paths {
+			args = append(args, f.opt, path)
+		}
+	}
+	for _, port := range pl.ports {
+		args = append(args, "-c", strconv.Itoa(int(port)))
+	}
+	args = append(args, "-a", strconv.Itoa(pl.abi), "-u", strconv.Itoa(pl.parent), "--", path)
+	return append(args, argv...)
+}
+
+// initArg0 is the init's argv[0], as ps shows it until the command takes the process over.
+const initArg0 = "factory-sandbox-init"
+
+// Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the
+// sandbox's init (package initbin), which confines itself and then executes the command. It keeps the
 // command's process group, environment (but for TMPDIR and HOME), directory and output files, so
 // that the process started is the command's own, with its pid, exit status and signals; the
 // returned cleanup removes the private directories once the command and everything it started are
@@ -37,18 +74,25 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 	if !p.Confined() || cmd.Err != nil {
 		return func() {}, nil
 	}
-	pl := plan{Namespaces: p.mech == MechanismNamespaces, Probe: probe,
-		Writable: []string{p.workTree}, ReadOnly: p.readOnly, Hide: p.hide, ABI: p.abi, Parent: os.Getpid(),
-		PIDs: p.pids, HostNet: p.hostNet, Ports: p.ports}
+	init, err := initExe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	ns := p.mech == MechanismNamespaces
+	// Only the fork can make a PID namespace in which the command is the process factory started:
+	// the init makes the others itself.
+	pl := plan{makeNS: ns && !p.pids, madeNS: ns && p.pids, pids: p.pids, hostNet: p.hostNet, probe: probe,
+		writable: []string{p.workTree}, readOnly: p.readOnly, hide: p.hide, ports: p.ports, abi: p.abi, parent: os.Getpid()}
 	home, tmpdir := p.home, "/tmp"
 	cleanup = func() {}
-	if pl.Namespaces {
+	if ns {
+		pl.hostTmp = hostTmp()
 		// The init mounts a fresh tmpfs at /tmp and makes HOME in it: no
 		// directory to make and remove on the host for each command, and
 		// nothing left behind when factory is killed.
 		if home == "" {
-			home = filepath.Join(initproc.HostTmp(), "home")
-			pl.MakeHome = home
+			home = filepath.Join(pl.hostTmp, "home")
+			pl.makeHome = home
 		}
 	} else {
 		priv, err := os.MkdirTemp("", "factory-sandbox-")
@@ -61,106 +105,60 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 				cleanup()
 			}
 		}()
-		pl.Tmp = filepath.Join(priv, "tmp")
-		tmpdir = pl.Tmp
+		pl.tmp = filepath.Join(priv, "tmp")
+		tmpdir = pl.tmp
 		if home == "" {
 			home = filepath.Join(priv, "home")
 		}
-		for _, dir := range []string{pl.Tmp, filepath.Join(priv, "home")} {
+		for _, dir := range []string{pl.tmp, filepath.Join(priv, "home")} {
 			if err := os.Mkdir(dir, 0o700); err != nil {
 				return nil, fmt.Errorf("sandbox: cannot create the private directory: %w", err)
 			}
 		}
 	}
-	if pl.MakeHome == "" {
-		pl.Writable = append(pl.Writable, home)
+	if pl.makeHome == "" {
+		pl.writable = append(pl.writable, home)
 	}
-	if err := wrapCmd(cmd, pl); err != nil {
-		return nil, err
-	}
+	wrapCmd(cmd, pl, init)
 	cmd.Env = setEnv(cmd.Env, "TMPDIR="+tmpdir, "HOME="+home)
 	return cleanup, nil
 }
 
-// wrapCmd makes cmd run the init with pl instead of its program.
-func wrapCmd(cmd *exec.Cmd, pl plan) error {
-	tool, init := launcher()
-	viaUnshare := tool != "" && pl.Namespaces && !pl.PIDs && len(cmd.ExtraFiles) == 0 && !loaderEnv(cmd.Environ())
-	if viaUnshare {
-		pl.InitFD = 3
+// wrapCmd makes cmd run the init, at path init, with pl instead of its program.
+//
+// The fork stays cheap: Go forks sharing factory's address space until the exec (vfork) unless the
+// child is to enter a new user namespace at the fork, when it copies the whole address space, at a
+// cost that grows with factory's heap (5.7 ms of CPU per command with an empty heap, 17.5 ms with
+// 150 MB: bench/README.md). So the init makes the namespaces itself, but for a PID namespace, which
+// only the fork can give the command's own process.
+func wrapCmd(cmd *exec.Cmd, pl plan, init string) {
+	cmd.Args = pl.args(cmd.Path, cmd.Args)
+	cmd.Path = init
+	if !pl.madeNS {
+		return
 	}
-	data, err := json.Marshal(pl)
-	if err != nil {
-		return fmt.Errorf("sandbox: cannot encode the plan: %w", err)
-	}
-	if viaUnshare {
-		launchWithUnshare(cmd, pl, string(data), tool, init)
-		return nil
-	}
-	cmd.Args = append([]string{initproc.Arg0, string(data), cmd.Path}, cmd.Args...)
-	cmd.Path = initExe()
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	if pl.Namespaces {
-		a := cmd.SysProcAttr
-		a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
-		if !pl.HostNet {
-			a.Cloneflags |= syscall.CLONE_NEWNET
-		}
-		if pl.PIDs {
-			a.Cloneflags |= syscall.CLONE_NEWPID
-		}
-		// The same ids inside: files the command creates are the user's, and tools see the user they
-		// expect. The init keeps the capabilities it needs to set up as ambient ones, and drops them.
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
-		a.GidMappingsEnableSetgroups = false
-		a.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
+	a := cmd.SysProcAttr
+	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+	if !pl.hostNet {
+		a.Cloneflags |= syscall.CLONE_NEWNET
 	}
-	return nil
+	// The same ids inside, as the init maps them when it makes the namespaces. The init keeps the
+	// capabilities it needs to set up as ambient ones, and drops them.
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	a.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
 }
 
-// launchWithUnshare makes cmd run util-linux's unshare (tool), which makes the user, mount and
-// network namespaces in its own process, maps the user's ids to themselves, keeps the capabilities
-// the init needs as ambient ones, and executes the embedded init with plan pl, encoded as data
-// (the init's memfd, init, is passed as the child's descriptor 3, pl.InitFD, which the init closes
-// as it executes the command).
-//
-// Why not the fork, as wrapCmd does otherwise: Go forks a child that is to enter a new user namespace
-// with a full copy of factory's address space instead of sharing it until the exec (the parent must
-// write the child's id maps while the child waits), and that copy, and the faults it leaves factory
-// on every page it writes afterwards, grow with factory's heap: 5.7 ms of CPU per command with an
-// empty heap, 11 ms with 50 MB, 17.5 ms with 150 MB, against ~5 ms whatever the heap this way
-// (BenchmarkLaunch, bench/README.md). The process started is still the command's own: unshare and
-// the init each execute the next program in place.
-func launchWithUnshare(cmd *exec.Cmd, pl plan, data, tool string, init *os.File) {
-	args := []string{"unshare", "--user", "--map-current-user", "--mount", "--keep-caps"}
-	if !pl.HostNet {
-		args = append(args, "--net")
+// hostTmp is /tmp with symlinks resolved: the directory the namespaces mechanism replaces.
+func hostTmp() string {
+	if real, err := filepath.EvalSymlinks("/tmp"); err == nil {
+		return real
 	}
-	args = append(args, "--", "/proc/self/fd/"+strconv.Itoa(pl.InitFD), data, cmd.Path)
-	cmd.Args = append(args, cmd.Args...)
-	cmd.Path = tool
-	cmd.ExtraFiles = []*os.File{init}
-}
-
-// loaderEnv reports whether env holds a variable that makes the C library load code or change how
-// a dynamically linked program starts (LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, GLIBC_TUNABLES,
-// GCONV_PATH...). util-linux's unshare is such a program and runs before any confinement, with the
-// command's environment: a library the attempt wrote into the work tree and named there would run
-// with the user's full rights. Those commands are launched by the fork instead, whose init is
-// static and ignores them; the command itself still gets them, confined.
-func loaderEnv(env []string) bool {
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(name, "LD_"), strings.HasPrefix(name, "GLIBC_"), strings.HasPrefix(name, "MALLOC_"),
-			name == "GCONV_PATH", name == "LOCPATH", name == "NLSPATH":
-			return true
-		}
-	}
-	return false
+	return "/tmp"
 }
 
 // Capability numbers from <linux/capability.h>.

@@ -2,5 +2,5 @@
 
 package initbin
 
-// Binary is nil: no init is embedded for this platform (the sandbox re-executes factory itself).
+// Binary is nil: no init is built for this platform, so the sandbox cannot confine here.
 var Binary []byte
