@@ -4,6 +4,8 @@
 #
 #   - the pinned agent CLIs (Codex, Claude Code) via npm, into $FACTORY_AGENT_CLIS;
 #   - Debian's chromium, for the web view's browser tests (apt-get; needs root or sudo);
+#   - Debian's gcc, gcc-aarch64-linux-gnu and qemu-user, to rebuild the sandbox's embedded init
+#     and run its arm64 build (apt-get);
 #   - the Temporal CLI, for the dev server the scale-out tests start (go install, ~3 minutes once).
 #
 # Each step is skipped when the component is present, so a second run starts the tests at once.
@@ -41,6 +43,9 @@ if [ "${FACTORY_TEST_NO_INSTALL:-0}" != 1 ]; then
   missing=()
   for tool in git python3 curl; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v x86_64-linux-gnu-gcc >/dev/null 2>&1 || missing+=(gcc)
+  command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing+=(gcc-aarch64-linux-gnu)
+  command -v qemu-aarch64 >/dev/null 2>&1 || missing+=(qemu-user)
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (Debian packages)"
     apt_install "${missing[@]}"

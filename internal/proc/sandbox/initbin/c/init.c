@@ -256,6 +256,14 @@ struct plan {
 	char **argv; /* the command's path, then its argv */
 };
 
+static int has(const char *s, char c)
+{
+	for (; *s; s++)
+		if (*s == c)
+			return 1;
+	return 0;
+}
+
 static long number(const char *s, const char *opt)
 {
 	long n = 0;
@@ -288,7 +296,7 @@ static void parse(struct plan *pl, char **argv)
 				die("no command to run", 0, 0);
 			return;
 		}
-		if (o[0] != '-' || !o[1] || o[2])
+		if (o[0] != '-' || !o[1] || o[2] || !has("nNpHqcTtmwrxau", o[1]))
 			die("bad plan: unknown option", o, 0);
 		switch (o[1]) {
 		case 'n': pl->make_ns = 1; continue;
@@ -298,7 +306,7 @@ static void parse(struct plan *pl, char **argv)
 		case 'q': pl->probe = 1; continue;
 		}
 		const char *v = argv[1];
-		if (!v)
+		if (!v || !*v)
 			die("bad plan: no value for", o, 0);
 		argv++;
 		switch (o[1]) {
@@ -318,7 +326,7 @@ static void parse(struct plan *pl, char **argv)
 		default: die("bad plan: unknown option", o, 0);
 		}
 	}
-	die("no command to run", 0, 0);
+	die("bad plan: no --", 0, 0);
 }
 
 /* within reports whether path is dir or lies beneath it; both are clean absolute paths. */
