@@ -244,6 +244,16 @@ for mode in paths:
             ca = statistics.median(cpu[(mode, "auto", idle)][0]) - statistics.median(cpu[(mode, "off", idle)][0])
             cb = statistics.median(cpu[(mode, "auto", idle)][1]) - statistics.median(cpu[(mode, "off", idle)][1])
             print(f"confinement, {mode}, idle {idle}: wall floor {fa:+.1f} ms, factory {fb:+.1f} ms; CPU floor {ca:+.1f} ms, factory {cb:+.1f} ms per attempt (2 commands; factory also probes once per process)")
+# What the idle processes add, as the issue bounds it (<= 5 %): each row's B/A with them over the
+# same row's B/A without. The floor ran under the same load, so drift between the two blocks
+# cancels as far as it hits both sides alike.
+ratio = {k: b / a for k, (a, b) in by.items()}
+for mode in paths:
+    for sandbox in sandboxes:
+        base = [i for i in idles if i == 0]
+        for idle in idles:
+            if idle and base and (mode, sandbox, idle) in ratio and (mode, sandbox, 0) in ratio:
+                print(f"idle {idle} vs 0, {mode}, --sandbox {sandbox}: B/A {ratio[(mode, sandbox, 0)]:.2f}x -> {ratio[(mode, sandbox, idle)]:.2f}x ({(ratio[(mode, sandbox, idle)] / ratio[(mode, sandbox, 0)] - 1) * 100:+.1f} %)")
 EOF
 
 if [ -n "${STRACE:-}" ]; then

@@ -389,6 +389,12 @@ static struct text id_map(long id)
 	return t;
 }
 
+static int is_dir(const char *path)
+{
+	long mode = mode_of(AT_FDCWD, path, 0);
+	return mode >= 0 && (mode & S_IFMT) == S_IFDIR;
+}
+
 /* make_namespaces makes this process's user, mount and (unless the host's is kept) network
  * namespaces, with the user's ids mapped to themselves: files the command creates are the
  * user's, and tools see the user they expect. The process has every capability inside. */
@@ -594,7 +600,7 @@ static void build_view(const struct plan *pl)
 	if (pl->nhide)
 		sys(SYS_unlinkat, AT_FDCWD, empty_name, 0);
 	/* A private /dev/shm, where Python's multiprocessing keeps its semaphores. */
-	if ((mode_of(AT_FDCWD, "/dev/shm", 0) & S_IFMT) == S_IFDIR)
+	if (is_dir("/dev/shm"))
 		check(sys6(SYS_mount, (i64) "tmpfs", (i64) "/dev/shm", (i64) "tmpfs", MS_NOSUID | MS_NODEV, (i64) "mode=1777", 0),
 		      "cannot mount a private /dev/shm", 0);
 }
@@ -657,7 +663,7 @@ static void restrict_landlock(const struct plan *pl, int ns)
 	}
 	for (int i = 0; i < pl->nwritable; i++)
 		allow(rs, attr.handled_fs, rw, 0, pl->writable[i]);
-	if (ns && (mode_of(AT_FDCWD, "/dev/shm", 0) & S_IFMT) == S_IFDIR)
+	if (ns && is_dir("/dev/shm"))
 		allow(rs, attr.handled_fs, rw, 0, "/dev/shm");
 	for (unsigned i = 0; i < sizeof devices / sizeof *devices; i++)
 		allow(rs, attr.handled_fs, FS_FILE, 1, devices[i]);
