@@ -248,12 +248,15 @@ for mode in paths:
 # same row's B/A without. The floor ran under the same load, so drift between the two blocks
 # cancels as far as it hits both sides alike.
 ratio = {k: b / a for k, (a, b) in by.items()}
+cpu_ratio = {k: statistics.median(cb) / statistics.median(ca) for k, (ca, cb) in cpu.items()}
 for mode in paths:
     for sandbox in sandboxes:
         base = [i for i in idles if i == 0]
         for idle in idles:
             if idle and base and (mode, sandbox, idle) in ratio and (mode, sandbox, 0) in ratio:
-                print(f"idle {idle} vs 0, {mode}, --sandbox {sandbox}: B/A {ratio[(mode, sandbox, 0)]:.2f}x -> {ratio[(mode, sandbox, idle)]:.2f}x ({(ratio[(mode, sandbox, idle)] / ratio[(mode, sandbox, 0)] - 1) * 100:+.1f} %)")
+                c0, c1 = (cpu_ratio[(mode, sandbox, i)] for i in (0, idle))
+                print(f"idle {idle} vs 0, {mode}, --sandbox {sandbox}: wall B/A {ratio[(mode, sandbox, 0)]:.2f}x -> {ratio[(mode, sandbox, idle)]:.2f}x ({(ratio[(mode, sandbox, idle)] / ratio[(mode, sandbox, 0)] - 1) * 100:+.1f} %); "
+                      f"CPU B/A {c0:.2f}x -> {c1:.2f}x ({(c1 / c0 - 1) * 100:+.1f} %)")
 EOF
 
 if [ -n "${STRACE:-}" ]; then
