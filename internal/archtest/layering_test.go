@@ -36,7 +36,7 @@ func TestOnlyProcStartsProcesses(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		for _, imp := range fields[1:] {
-			// proc/sandbox confines the commands proc starts, re-executing itself.
+			// proc/sandbox confines the commands proc starts (it rewrites their exec.Cmd).
 			if imp == "os/exec" && fields[0] != "github.com/factory-harness/factory/internal/proc" && fields[0] != "github.com/factory-harness/factory/internal/proc/sandbox" {
 				t.Errorf("%s imports os/exec; only internal/proc may start processes", fields[0])
 			}

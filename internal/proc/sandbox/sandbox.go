@@ -2,11 +2,11 @@
 // code the model wrote): no network but loopback, writes only to the work tree, a private temporary
 // directory and HOME, the git directory and other listed paths read-only, chosen paths hidden.
 //
-// On Linux with unprivileged user namespaces, the factory binary re-executes itself as a small init
-// inside new user, mount and network namespaces, builds the view of the file system with read-only
-// bind mounts, adds a Landlock ruleset as a second layer, drops its capabilities and executes the
-// command in its place. Without user namespaces it falls back to Landlock alone, which protects less
-// (see Summary and docs/sandbox.md). This needs Init at the very start of main.
+// On Linux with unprivileged user namespaces, each command's process first runs a small embedded
+// init (package initbin), which makes new user, mount and network namespaces, builds the view of the
+// file system with read-only bind mounts, adds a Landlock ruleset as a second layer, drops its
+// capabilities and executes the command in its place. Without user namespaces it falls back to
+// Landlock alone, which protects less (see Summary and docs/sandbox.md).
 package sandbox
 
 import (

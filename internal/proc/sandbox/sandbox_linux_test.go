@@ -525,7 +525,7 @@ func TestHostNetworkConnectPorts(t *testing.T) {
 }
 
 // The command gets the descriptors an unconfined one gets and no more: none of the init's own
-// (its program, passed to util-linux's unshare to execute) is left open to it.
+// (the memfd of its program, the Landlock ruleset, the detached mounts) is left open to it.
 func TestCommandGetsOnlyItsDescriptors(t *testing.T) {
 	f := newFixture(t)
 	p := prepare(t, f)
