@@ -451,7 +451,7 @@ func prepareWith(t *testing.T, f fixture, req sandbox.Request) *sandbox.Policy {
 	if sup := sandbox.Detect(); !sup.UserNamespaces {
 		t.Skipf("user namespaces unavailable here: %s", sup.UserNamespacesError)
 	}
-	req.Mode, req.WorkTree, req.ReadOnly = sandbox.ModeRequired, f.repo, []string{f.gitDir, f.out}
+	req.Mode, req.WorkTree, req.ReadOnly = sandbox.ModeRequired, f.repo, append([]string{f.gitDir, f.out}, req.ReadOnly...)
 	p, err := sandbox.Prepare(req)
 	if err != nil {
 		t.Fatal(err)
@@ -535,5 +535,26 @@ func TestCommandGetsOnlyItsDescriptors(t *testing.T) {
 	_, unconfined := sh(t, nil, f.repo, script)
 	if res.ExitCode != 0 || confined != unconfined {
 		t.Errorf("exit %d; descriptors confined %q, unconfined %q", res.ExitCode, confined, unconfined)
+	}
+}
+
+// However many paths are hidden or read-only and ports allowed, commands run: the init keeps no
+// list of a fixed length.
+func TestManyPathsAndPorts(t *testing.T) {
+	f := newFixture(t)
+	var hide, readOnly []string
+	var ports []uint16
+	for i := range 300 {
+		secret := filepath.Join(f.home, fmt.Sprintf("secret%03d", i))
+		mustWrite(t, secret, "SECRET\n")
+		hide = append(hide, secret)
+		readOnly = append(readOnly, filepath.Join(f.repo, fmt.Sprintf("ro%03d", i)))
+		ports = append(ports, uint16(20000+i))
+	}
+	mustMkdir(t, readOnly[299])
+	p := prepareWith(t, f, sandbox.Request{Hide: hide, ReadOnly: readOnly, HostNetwork: true, ConnectPorts: ports})
+	res, out := sh(t, p, f.repo, fmt.Sprintf("cat %q || echo unreadable; touch %q/x || echo read-only", hide[299], readOnly[299]))
+	if res.ExitCode != 0 || strings.Contains(out, "SECRET") || !strings.Contains(out, "unreadable") || !strings.Contains(out, "read-only") {
+		t.Errorf("exit %d (%s), output %q; want a command that runs, with the last path hidden and the last read-only one unwritable", res.ExitCode, res.Err, out)
 	}
 }

@@ -14,9 +14,9 @@ import (
 // command with the environment it was given. Package sandbox's tests confine for real with the
 // build of the machine's own architecture.
 func TestInitRuns(t *testing.T) {
-	tooMany := []string{}
-	for range 65 {
-		tooMany = append(tooMany, "-w", "/")
+	var many []string
+	for range 5000 {
+		many = append(many, "-w", "/", "-r", "/", "-x", "/nonexistent", "-c", "1")
 	}
 	cases := []struct {
 		name       string
@@ -31,7 +31,7 @@ func TestInitRuns(t *testing.T) {
 		{"relative path", []string{"-w", "tree", "--", "/bin/true", "true"}, 125, "", "factory sandbox: bad plan: not an absolute path: tree\n"},
 		{"bad number", []string{"-a", "7x", "--", "/bin/true", "true"}, 125, "", "factory sandbox: bad plan: not a number for -a\n"},
 		{"bad port", []string{"-c", "65536", "--", "/bin/true", "true"}, 125, "", "factory sandbox: bad plan: bad port 65536\n"},
-		{"too many paths", append(tooMany, "--", "/bin/true", "true"), 125, "", "factory sandbox: bad plan: too many paths, at /\n"},
+		{"many paths", append(many, "-q", "-a", "0", "--", "/bin/true", "true"), 0, "", ""},
 		{"no command", []string{"-a", "0", "--", "/bin/true"}, 125, "", "factory sandbox: no command to run\n"},
 		{"no end of options", []string{"-a", "0"}, 125, "", "factory sandbox: bad plan: no --\n"},
 		{"missing program", []string{"-a", "0", "--", "/nonexistent/prog", "prog"}, 125, "", "factory sandbox: cannot execute /nonexistent/prog: no such file or directory\n"},

@@ -40,7 +40,6 @@ typedef unsigned short u16;
 typedef long i64;
 
 #define FAILED 125
-#define MAXLIST 64
 
 #if defined(__x86_64__)
 enum {
@@ -249,9 +248,10 @@ struct plan {
 	int make_ns, made_ns, pids, host_net, probe, abi;
 	long parent;
 	const char *host_tmp, *tmp, *make_home;
-	const char *writable[MAXLIST], *read_only[MAXLIST], *hide[MAXLIST];
+	/* Lists of any length: arrays as long as the command line, which start provides. */
+	const char **writable, **read_only, **hide;
 	int nwritable, nread_only, nhide;
-	u16 ports[MAXLIST];
+	u16 *ports;
 	int nports;
 	char **argv; /* the command's path, then its argv */
 };
@@ -279,8 +279,6 @@ static long number(const char *s, const char *opt)
 
 static void add(const char **list, int *n, const char *path)
 {
-	if (*n == MAXLIST)
-		die("bad plan: too many paths, at", path, 0);
 	if (path[0] != '/')
 		die("bad plan: not an absolute path:", path, 0);
 	list[(*n)++] = path;
@@ -311,7 +309,7 @@ static void parse(struct plan *pl, char **argv)
 		argv++;
 		switch (o[1]) {
 		case 'c':
-			if (pl->nports == MAXLIST || number(v, o) > 65535)
+			if (number(v, o) > 65535)
 				die("bad plan: bad port", v, 0);
 			pl->ports[pl->nports++] = (u16)number(v, o);
 			break;
@@ -490,7 +488,9 @@ static struct op fresh_tmp(const struct plan *pl)
  * written. */
 static void skeleton(const char *tmp, const struct op *ops, int n)
 {
-	static char tops[MAXLIST * 2][4096];
+	/* The first directories below tmp on the way to the targets, as prefixes of the targets. */
+	const char *tops[n + 1];
+	unsigned long toplen[n + 1];
 	int ntops = 0;
 	char buf[4096];
 	for (int i = 0; i < n; i++) {
@@ -529,16 +529,18 @@ static void skeleton(const char *tmp, const struct op *ops, int n)
 			unsigned long k = 0;
 			while (k < end && tops[j][k] == t[k])
 				k++;
-			seen |= k == end && tops[j][k] == 0;
+			seen |= k == end && toplen[j] == end;
 		}
 		if (!seen) {
-			memcpy(tops[ntops], t, end);
-			tops[ntops++][end] = 0;
+			tops[ntops] = t;
+			toplen[ntops++] = end;
 		}
 	}
 	for (int j = 0; j < ntops; j++) {
-		struct op op = clone_tree(tops[j], tops[j], 0);
-		check(op.fd, "cannot bind", tops[j]);
+		memcpy(buf, tops[j], toplen[j]);
+		buf[toplen[j]] = 0;
+		struct op op = clone_tree(buf, buf, 0);
+		check(op.fd, "cannot bind", buf);
 		attach(op);
 	}
 }
@@ -569,7 +571,7 @@ static void build_view(const struct plan *pl)
 	/* Our mounts must not propagate to the host. */
 	check(sys6(SYS_mount, (i64) "", (i64) "/", 0, MS_REC | MS_PRIVATE, 0, 0), "cannot make the mounts private", 0);
 	/* Copies of the sources come first: the private /tmp will cover those under /tmp. */
-	struct op ops[2 * MAXLIST];
+	struct op ops[pl->nwritable + pl->nread_only + 1];
 	int n = 0;
 	for (int i = 0; i < pl->nwritable + pl->nread_only; i++) {
 		int writable = i < pl->nwritable;
@@ -702,6 +704,10 @@ void __attribute__((noreturn, used)) start(long *sp)
 	int argc = (int)sp[0];
 	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
 	static struct plan pl;
+	/* No list can hold more values than the command line has arguments. */
+	const char *writable[argc], *read_only[argc], *hidden[argc];
+	u16 ports[argc];
+	pl.writable = writable, pl.read_only = read_only, pl.hide = hidden, pl.ports = ports;
 	parse(&pl, argv);
 	int ns = pl.make_ns || pl.made_ns;
 	if (ns && !pl.host_tmp)
