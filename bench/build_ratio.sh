@@ -270,6 +270,10 @@ EOF
 fi
 
 # ---------------------------------------------------------------------------
+# Write back, off the clock, what making the repositories dirtied (10,000 files, packs): left to the
+# kernel, the writeback lands some 30 s later, in the first rows timed, and slows factory's
+# parallel stat more than the single-threaded floor.
+sync
 echo "timing: $PAIRS pairs A B per scenario; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 "$py" - "$tmp" "$PAIRS" "${STRACE:-}" ${BUILD_FLAGS:-} <<'EOF'
 import collections, glob, json, os, re, shutil, statistics, subprocess, sys, time
