@@ -13,6 +13,8 @@
 #                  `unshare -rmn` confinement, and --sandbox off against FLOOR_SANDBOX=0
 #   IDLE="0 1000"  rows without and with that many idle `sleep` processes on the
 #                  machine, started by this script (own session) and killed after
+#   ROUNDS=1       run the idle blocks this many times in turn (PAIRS pairs a row each
+#                  time) and pool them, so drift hits rows with and without idle alike
 #   NFILES=10000   tracked files in the repository made by mkrepo.sh
 #   KEEP=1         keep the scratch directory (printed) for inspection
 #   STRACE=1       after timing, count execve'd git processes per attempt (needs strace)
@@ -41,6 +43,7 @@ PAIRS=${PAIRS:-9}
 PATHS=${PATHS:-pass fail}
 SANDBOX=${SANDBOX:-auto off}
 IDLE=${IDLE:-0 1000}
+ROUNDS=${ROUNDS:-1}
 NFILES=${NFILES:-10000}
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -131,10 +134,10 @@ kill "$server"; wait "$server" 2>/dev/null || true
 # kernel, the writeback lands some 30 s later, in the first rows timed, and slows factory's
 # parallel stat more than the single-threaded floor.
 sync
-echo "timing: $PAIRS pairs A B per row (paths: $PATHS; sandbox: $SANDBOX; idle: $IDLE); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-"$py" - "$tmp" "$repo" "$FLOOR" "$PAIRS" "$PATHS" "$SANDBOX" "$IDLE" <<'EOF'
+echo "timing: $ROUNDS x $PAIRS pairs A B per row (paths: $PATHS; sandbox: $SANDBOX; idle: $IDLE); load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+"$py" - "$tmp" "$repo" "$FLOOR" "$PAIRS" "$PATHS" "$SANDBOX" "$IDLE" "$ROUNDS" <<'EOF'
 import os, resource, shutil, signal, statistics, subprocess, sys, time
-tmp, repo, floor, pairs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+tmp, repo, floor, pairs, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[8])
 cpu = {}  # argv[0..1] + mode/sandbox key -> CPU ms of each timed run
 paths, sandboxes, idles = sys.argv[5].split(), sys.argv[6].split(), [int(n) for n in sys.argv[7].split()]
 DEVNULL = subprocess.DEVNULL
@@ -204,24 +207,29 @@ class Idle:
             self.p.wait()
             self.p = None
 
-results = []
-for idle in idles:
-    load = Idle(idle)
-    try:
-        for sandbox in sandboxes:
-            for mode in paths:
-                # One untimed warm-up of each side (page cache, index refresh).
-                for side in (a, b):
-                    argv, want, env = side(mode, sandbox); timed(argv, want, env); reset()
-                A, B, CA, CB = [], [], [], []
-                for i in range(pairs):
-                    argv, want, env = a(mode, sandbox); A.append(timed(argv, want, env)); CA.append(last_cpu[0]); reset()
-                    argv, want, env = b(mode, sandbox); B.append(timed(argv, want, env)); CB.append(last_cpu[0]); reset()
-                    shutil.rmtree(argv[argv.index("--out") + 1], ignore_errors=True)
-                results.append((mode, sandbox, idle, A, B))
-                cpu[(mode, sandbox, idle)] = (CA, CB)
-    finally:
-        load.stop()
+# ROUNDS > 1 runs the blocks (one per idle count) that many times in turn, PAIRS pairs a row
+# each time, and pools them: drift over the run then hits the rows with and without idle
+# processes alike instead of whichever block ran when it came.
+runs = {}
+for rnd in range(rounds):
+    for idle in idles:
+        load = Idle(idle)
+        try:
+            for sandbox in sandboxes:
+                for mode in paths:
+                    # One untimed warm-up of each side (page cache, index refresh).
+                    for side in (a, b):
+                        argv, want, env = side(mode, sandbox); timed(argv, want, env); reset()
+                    A, B, CA, CB = runs.setdefault((mode, sandbox, idle), ([], [], [], []))
+                    for i in range(pairs):
+                        argv, want, env = a(mode, sandbox); A.append(timed(argv, want, env)); CA.append(last_cpu[0]); reset()
+                        argv, want, env = b(mode, sandbox); B.append(timed(argv, want, env)); CB.append(last_cpu[0]); reset()
+                        shutil.rmtree(argv[argv.index("--out") + 1], ignore_errors=True)
+        finally:
+            load.stop()
+results = [(m, s, i, A, B) for (m, s, i), (A, B, _, _) in runs.items()]
+cpu = {k: (CA, CB) for k, (_, _, CA, CB) in runs.items()}
+pairs *= rounds
 
 print(f"{'path':<5} {'factory vs floor':<22} {'idle':>5} {'floor A ms':>11} {'factory B ms':>13} {'B/A':>6}   (median of {pairs} pairs; per-pair B/A min..max)")
 for mode, sandbox, idle, A, B in results:
