@@ -39,7 +39,11 @@ func cond(kind, path string) map[string]string { return map[string]string{"kind"
 func buildPlan(release string) map[string]any {
 	accept2 := []string{"python3 -m unittest tests.test_multiply -q"}
 	if release != "" {
-		wait := `python3 -c "import os, time; open('` + startedFile + `', 'w').close(); [time.sleep(0.05) for _ in iter(lambda: os.path.exists('` + release + `'), True)]"`
+		// The command leaves a child in its process group, as a test runner's server would: the
+		// command itself dies with factory (its parent-death signal), the child does not, so a
+		// recovery always finds the group alive and must kill it. (Without the child, whether the
+		// dead command was still a zombie when recovery looked was a race with PID 1's reaping.)
+		wait := `python3 -c "import os, subprocess, time; subprocess.Popen(['sleep', '300']); open('` + startedFile + `', 'w').close(); [time.sleep(0.05) for _ in iter(lambda: os.path.exists('` + release + `'), True)]"`
 		accept2 = append([]string{wait}, accept2...)
 	}
 	return map[string]any{
