@@ -39,12 +39,7 @@ func cond(kind, path string) map[string]string { return map[string]string{"kind"
 func buildPlan(release string) map[string]any {
 	accept2 := []string{"python3 -m unittest tests.test_multiply -q"}
 	if release != "" {
-		// The command leaves a child in its process group, as a test runner's server would: the
-		// command itself dies with factory (its parent-death signal), the child does not, so a
-		// recovery always finds the group alive and must kill it. (Without the child, whether the
-		// dead command was still a zombie when recovery looked was a race with PID 1's reaping.)
-		wait := `python3 -c "import os, subprocess, time; subprocess.Popen(['sleep', '300']); open('` + startedFile + `', 'w').close(); [time.sleep(0.05) for _ in iter(lambda: os.path.exists('` + release + `'), True)]"`
-		accept2 = append([]string{wait}, accept2...)
+		accept2 = append([]string{waitCommand(release, "")}, accept2...)
 	}
 	return map[string]any{
 		"verify_contract": map[string]any{
@@ -134,6 +129,24 @@ func newBuildFixture(t *testing.T, plan map[string]any) *buildFixture {
 // for f.release.
 func newSlowBuildFixture(t *testing.T) *buildFixture {
 	return newBuildFixture(t, buildPlan(releaseFile))
+}
+
+// waitCommand is WO-02's slow acceptance command: it marks that it runs, then waits for the
+// release file. Python statements in first run before that.
+func waitCommand(release, first string) string {
+	return `python3 -c "import os, subprocess, time; ` + first + `open('` + startedFile + `', 'w').close(); [time.sleep(0.05) for _ in iter(lambda: os.path.exists('` + release + `'), True)]"`
+}
+
+// newLeftoverBuildFixture is newSlowBuildFixture whose slow command first starts a child in its
+// process group, as a test runner's server would. Killed with factory, the command dies (its
+// parent-death signal) but the child lives on, so a recovery always finds the group alive and must
+// kill it. (Without the child, whether the dead command was still an unreaped zombie when recovery
+// looked was a race with PID 1.)
+func newLeftoverBuildFixture(t *testing.T) *buildFixture {
+	plan := buildPlan(releaseFile)
+	wo02 := plan["work_orders"].([]any)[1].(map[string]any)
+	wo02["acceptance_commands"].([]string)[0] = waitCommand(releaseFile, "subprocess.Popen(['sleep', '300']); ")
+	return newBuildFixture(t, plan)
 }
 
 const releaseFile = ".git/test-release"
@@ -375,7 +388,7 @@ func TestBuildCreatesRepository(t *testing.T) {
 func TestBuildKilledThenResumes(t *testing.T) {
 	for _, via := range []string{"build", "recover"} {
 		t.Run(via, func(t *testing.T) {
-			f := newSlowBuildFixture(t)
+			f := newLeftoverBuildFixture(t)
 			srv := llmtest.Start(t, replyWO01, replyWO02)
 			base := git(t, f.repo, "rev-parse", "HEAD")
 			first := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(srv.URL)...)
