@@ -269,10 +269,7 @@ func TestCommitStaged(t *testing.T) {
 func TestCommitStagedAfterRollbackAndFallback(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	b, err := f.repo.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := snapshot(t, f, true)
 	writeFile(t, f.root, "src/app.py", "v1\n")
 	if _, err := f.repo.TreeHashAt(ctx, b); err != nil {
 		t.Fatal(err)

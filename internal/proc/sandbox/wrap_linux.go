@@ -9,16 +9,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
 // plan is what the init does: see the options in initbin/c/init.c, which args writes.
 type plan struct {
-	makeNS, madeNS, pids, hostNet, probe bool
-	hostTmp, tmp, makeHome               string
-	writable, readOnly, hide             []string
-	ports                                []uint16
-	abi, parent                          int
+	makeNS, pids, hostNet, probe bool
+	hostTmp, tmp, makeHome       string
+	writable, readOnly, hide     []string
+	ports                        []uint16
+	abi, parent                  int
 }
 
 // args is pl as the init's options, then "--", the command's path and argv.
@@ -27,7 +28,7 @@ func (pl plan) args(path string, argv []string) []string {
 	for _, f := range []struct {
 		set bool
 		opt string
-	}{{pl.makeNS, "-n"}, {pl.madeNS, "-N"}, {pl.pids, "-p"}, {pl.hostNet, "-H"}, {pl.probe, "-q"}} {
+	}{{pl.makeNS, "-n"}, {pl.pids, "-N"}, {pl.hostNet, "-H"}, {pl.probe, "-q"}} {
 		if f.set {
 			args = append(args, f.opt)
 		}
@@ -79,9 +80,9 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	ns := p.mech == MechanismNamespaces
-	// Only the fork can make a PID namespace in which the command is the process factory started:
-	// the init makes the others itself.
-	pl := plan{makeNS: ns && !p.pids, madeNS: ns && p.pids, pids: p.pids, hostNet: p.hostNet, probe: probe,
+	// Only the fork can make a PID namespace in which the command is the process factory started
+	// (p.pids is only ever set with namespaces): the init makes the others itself.
+	pl := plan{makeNS: ns && !p.pids, pids: p.pids, hostNet: p.hostNet, probe: probe,
 		writable: []string{p.workTree}, readOnly: p.readOnly, hide: p.hide, ports: p.ports, abi: p.abi, parent: os.Getpid()}
 	home, tmpdir := p.home, "/tmp"
 	cleanup = func() {}
@@ -134,7 +135,7 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 func wrapCmd(cmd *exec.Cmd, pl plan, init string) {
 	cmd.Args = pl.args(cmd.Path, cmd.Args)
 	cmd.Path = init
-	if !pl.madeNS {
+	if !pl.pids {
 		return
 	}
 	if cmd.SysProcAttr == nil {
@@ -153,13 +154,14 @@ func wrapCmd(cmd *exec.Cmd, pl plan, init string) {
 	a.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
 }
 
-// hostTmp is /tmp with symlinks resolved: the directory the namespaces mechanism replaces.
-func hostTmp() string {
+// hostTmp is /tmp with symlinks resolved: the directory the namespaces mechanism replaces. Resolved
+// once per process, not for every command.
+var hostTmp = sync.OnceValue(func() string {
 	if real, err := filepath.EvalSymlinks("/tmp"); err == nil {
 		return real
 	}
 	return "/tmp"
-}
+})
 
 // Capability numbers from <linux/capability.h>.
 const (

@@ -11,13 +11,12 @@
  * (bench/README.md, "Seventh round", has the figures). Without a C library the build is the same
  * for one compiler version on any machine, so TestEmbeddedInitIsFresh can rebuild it and compare.
  *
- * Its command line (package sandbox, wrapCmd, writes it): options, each a separate argument and
+ * Its command line (package sandbox, plan.args, writes it): options, each a separate argument and
  * the value in the next one, then "--", the command's path and the command's argv:
  *
  *   -n          make user, mount and network namespaces (with -H: user and mount only)
- *   -N          namespaces made by the parent (a private PID namespace): the capabilities to set
- *               them up are ambient
- *   -p          mount a fresh /proc (with -N, a new PID namespace)
+ *   -N          namespaces made by the parent, a new PID namespace among them, where the init
+ *               mounts a fresh /proc; the capabilities to set them up are ambient
  *   -H          keep the host's network
  *   -c PORT     with -H: a TCP port the command may connect to
  *   -T DIR      the host's /tmp with symlinks resolved, where a fresh tmpfs is mounted
@@ -245,7 +244,7 @@ static long check(long r, const char *what, const char *arg)
 }
 
 struct plan {
-	int make_ns, made_ns, pids, host_net, probe, abi;
+	int make_ns, made_ns, host_net, probe, abi;
 	long parent;
 	const char *host_tmp, *tmp, *make_home;
 	/* Lists of any length: arrays as long as the command line, which start provides. */
@@ -294,12 +293,11 @@ static void parse(struct plan *pl, char **argv)
 				die("no command to run", 0, 0);
 			return;
 		}
-		if (o[0] != '-' || !o[1] || o[2] || !has("nNpHqcTtmwrxau", o[1]))
+		if (o[0] != '-' || !o[1] || o[2] || !has("nNHqcTtmwrxau", o[1]))
 			die("bad plan: unknown option", o, 0);
 		switch (o[1]) {
 		case 'n': pl->make_ns = 1; continue;
 		case 'N': pl->made_ns = 1; continue;
-		case 'p': pl->pids = 1; continue;
 		case 'H': pl->host_net = 1; continue;
 		case 'q': pl->probe = 1; continue;
 		}
@@ -718,7 +716,7 @@ void __attribute__((noreturn, used)) start(long *sp)
 		build_view(&pl);
 		if (!pl.host_net)
 			loopback_up();
-		if (pl.pids)
+		if (pl.made_ns)
 			/* Our own /proc: the new PID namespace's processes only. */
 			check(sys6(SYS_mount, (i64) "proc", (i64) "/proc", (i64) "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0, 0),
 			      "cannot mount a private /proc", 0);
@@ -737,7 +735,7 @@ void __attribute__((noreturn, used)) start(long *sp)
 	 * another (in a new PID namespace the parent is outside it and reads as 0: the signal alone
 	 * covers it). */
 	check(sys6(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0), "cannot set the parent-death signal", 0);
-	if (pl.parent && !pl.pids && sys(SYS_getppid, 0, 0, 0) != pl.parent)
+	if (pl.parent && !pl.made_ns && sys(SYS_getppid, 0, 0, 0) != pl.parent)
 		die("factory exited before the command started", 0, 0);
 	long err = sys(SYS_execve, pl.argv[0], pl.argv + 1, envp);
 	die("cannot execute", pl.argv[0], err);
