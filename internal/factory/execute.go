@@ -37,10 +37,14 @@ type attempt struct {
 	accept       []CmdResult
 	brief        *FailureBrief
 	rollback     *RollbackRecord
-	// batch holds the attempt's artifacts and work-tree writes until the
-	// attempt ends, when they are made durable together: recovery needs
-	// only the journal, which is synced on its own before the first write.
+	// batch holds the attempt's artifacts until the attempt ends, when they
+	// are made durable together: recovery needs only the journal, which is
+	// synced on its own before the first write.
 	batch artifact.Batch
+	// writes holds TR's work-tree writes, made durable on PASS before the
+	// journal that could undo them goes, and forgotten on FAIL: the
+	// rollback removed them, and the directories they were written in.
+	writes artifact.Batch
 }
 
 // undo is what git cannot put back after TR's writes; it goes into the
@@ -349,6 +353,9 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 		if err != nil {
 			return fmt.Errorf("tree hash after PASS: %w", err)
 		}
+		if err := a.writes.SyncPresent(); err != nil {
+			return fmt.Errorf("make the attempt's writes durable: %w", err)
+		}
 		if !r.opts.KeepJournal {
 			if err := r.repo.RemoveJournal(); err != nil {
 				return err
@@ -370,6 +377,7 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 		}
 		a.rollback = &report
 	}
+	a.writes.Forget()
 	s.records = append(s.records, r.record(a))
 	reason, _, _ := strings.Cut(a.brief.PrimaryErrorExcerpt, "\n")
 	outcome := "nothing was written"

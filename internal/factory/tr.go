@@ -82,7 +82,7 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 		if st.exists {
 			mode = st.mode
 		}
-		if err := a.batch.WriteFile(full, content, mode); err != nil {
+		if err := a.writes.WriteFile(full, content, mode); err != nil {
 			return fail(StageWriteFailed, []string{fmt.Sprintf("%s: %v", p, err)})
 		}
 		res.Files = append(res.Files, WrittenFile{

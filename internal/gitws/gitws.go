@@ -286,7 +286,8 @@ type Baseline struct {
 	// virtualenv's empty include/ from one the attempt created.
 	EmptyDirs []string
 	// Modes holds the permission bits of every file and directory in the
-	// work tree (outside .git), by slash path: git restores content and the
+	// work tree (outside .git; a nested repository's own .git is listed, not
+	// what it holds), by slash path: git restores content and the
 	// executable bit only, so a 0600 file it rewrites comes back 0644.
 	Modes map[string]fs.FileMode
 	// state is what only Snapshot records: git metadata, HEAD, refs and the
@@ -533,6 +534,14 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	// and from the removals below (when not running as root).
 	errs = append(errs, r.unlockChanged(b)...)
 	if plan, ok := r.planRestore(b); ok {
+		// checkout-index passes over a file whose stat data git finds
+		// unchanged (it compares ctime to the second); these are known to
+		// have changed, so they go first and are written anew.
+		for _, p := range plan.stale {
+			if err := os.Remove(r.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fail(fmt.Errorf("remove the changed tracked file %s: %w", p, err))
+			}
+		}
 		if err := r.checkoutIndex(ctx, plan.stale); err != nil {
 			return fail(err)
 		}
@@ -547,7 +556,7 @@ func (r *Repo) Rollback(ctx context.Context, b Baseline) (rep RollbackReport, er
 	if st != nil {
 		errs = append(errs, r.restoreIgnored(st, &rep)...)
 	}
-	_, modeErrs := r.restoreModes(b)
+	_, modeErrs := r.restoreModes(b, &rep)
 	errs = append(errs, modeErrs...)
 	if len(errs) > 0 {
 		return fail(errors.Join(errs...))
@@ -655,7 +664,7 @@ func (r *Repo) Tidy(ctx context.Context, b Baseline) (rep RollbackReport, clean 
 		return rep, false, err
 	}
 	errs = append(errs, r.removeUntracked(ctx, b, untracked, tracked, &rep)...)
-	fixed, modeErrs := r.restoreModes(b)
+	fixed, modeErrs := r.restoreModes(b, &rep)
 	errs = append(errs, modeErrs...)
 	if len(errs) > 0 {
 		return fail(errors.Join(errs...))
@@ -764,13 +773,16 @@ func (r *Repo) unlockChanged(b Baseline) []error {
 // restoreModes walks the work tree (not .git, not what b keeps: baseline
 // ignored paths and nested repositories) after the removals: every file and
 // directory of b.Modes gets its baseline permission bits back (git rewrites
-// files with default modes; commands run chmod), and directories that were
-// not there at baseline and are now empty are removed (a command's mkdir;
-// git does not list empty directories). It returns how many files' modes it
-// changed. Directories are handled last,
+// files with default modes; commands run chmod), and what git never lists
+// is removed when it was not there at baseline: special files (FIFOs,
+// sockets, devices), a .git (directory or file) that made a tracked
+// directory a repository of its own, and directories now empty (a
+// command's mkdir). Removals go into rep.Removed (a .git as "dir/.git/"),
+// and special files that could not be removed into rep.Unrestored. It
+// returns how many files' modes it changed. Directories are handled last,
 // deepest first, so each stays accessible while its content is fixed. A
 // Baseline without Modes (built by hand) leaves everything as it is.
-func (r *Repo) restoreModes(b Baseline) (files int, errs []error) {
+func (r *Repo) restoreModes(b Baseline, rep *RollbackReport) (files int, errs []error) {
 	if b.Modes == nil {
 		return 0, nil
 	}
@@ -790,7 +802,17 @@ func (r *Repo) restoreModes(b Baseline) (files int, errs []error) {
 		}
 	}
 	check = func(p string, e fs.DirEntry) {
-		if e.Name() == ".git" || e.Type()&fs.ModeSymlink != 0 || b.IsIgnored(p+"/") {
+		if e.Name() == ".git" {
+			if _, before := b.Modes[p]; p != ".git" && !before && !b.keeps(p) {
+				if err := os.RemoveAll(r.abs(p)); err != nil {
+					errs = append(errs, fmt.Errorf("remove the repository %s a command made: %w", p, err))
+				} else {
+					rep.Removed = append(rep.Removed, p+"/")
+				}
+			}
+			return
+		}
+		if e.Type()&fs.ModeSymlink != 0 || b.IsIgnored(p+"/") {
 			return
 		}
 		if e.IsDir() {
@@ -801,6 +823,15 @@ func (r *Repo) restoreModes(b Baseline) (files int, errs []error) {
 			return
 		}
 		want, ok := b.Modes[p]
+		if !ok && !e.Type().IsRegular() && !b.keeps(p) {
+			// Git lists no FIFO or socket, so nothing above removed it.
+			if err := os.Remove(r.abs(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				rep.Unrestored = append(rep.Unrestored, p)
+			} else {
+				rep.Removed = append(rep.Removed, p)
+			}
+			return
+		}
 		if info, err := e.Info(); ok && err == nil && permBits(info.Mode()) != want {
 			files++
 			if err := os.Chmod(r.abs(p), want); err != nil {
@@ -814,6 +845,12 @@ func (r *Repo) restoreModes(b Baseline) (files int, errs []error) {
 		// rest kept their modes, and the watched directories reported
 		// their entries' changes themselves.
 		for _, p := range slices.Sorted(maps.Keys(changed)) {
+			if path.Base(p) == ".git" && !b.walkSkips(path.Dir(p)) {
+				if info, err := os.Lstat(r.abs(p)); err == nil {
+					check(p, fs.FileInfoToDirEntry(info))
+				}
+				continue
+			}
 			if b.walkSkips(p) {
 				continue
 			}

@@ -213,6 +213,8 @@ func walkTree(t *testing.T, root, top string, state treeState) {
 			state[rel] = "symlink -> " + target
 		case d.IsDir():
 			state[rel] = fmt.Sprintf("dir %v", info.Mode().Perm())
+		case !info.Mode().IsRegular():
+			state[rel] = fmt.Sprintf("special %v", info.Mode()) // reading a FIFO would block
 		default:
 			data, err := os.ReadFile(p)
 			if err != nil {

@@ -49,6 +49,9 @@ type entry struct {
 	size   int64
 	mtime  time.Time
 	target string // symlink target
+	// change is changeStamp's for a regular file ("" when unknown): the
+	// inode and ctime, to tell a rewrite that kept the size and mtime.
+	change string
 	data   []byte // content, when backed
 	backed bool   // data holds the file's content (which may be empty)
 }
@@ -126,6 +129,9 @@ func (r *Repo) snapshotIgnored(paths []string) ([]ignoredFile, map[string]fs.Fil
 			continue
 		}
 		f := ignoredFile{path: p, entry: entry{mode: info.Mode(), size: info.Size(), mtime: info.ModTime()}}
+		if info.Mode().IsRegular() {
+			f.change = changeStamp(info)
+		}
 		if info.Mode()&fs.ModeSymlink != 0 {
 			if f.target, err = os.Readlink(r.abs(clean)); err != nil {
 				continue
@@ -201,7 +207,11 @@ func (r *Repo) restoreIgnored(st *baselineState, rep *RollbackReport) []error {
 			errs = append(errs, fmt.Errorf("restore ignored file: %w", err))
 			continue
 		}
-		if !f.changed(info, err) {
+		// A file whose content is backed up is rewritten from it when its
+		// inode or ctime changed too; one that is not, only when its size,
+		// mode or mtime say so, as then it is reported lost.
+		rewritten := f.backed && f.change != "" && err == nil && changeStamp(info) != f.change
+		if !f.changed(info, err) && !rewritten {
 			if f.mode&fs.ModeSymlink == 0 {
 				continue
 			}
@@ -217,6 +227,12 @@ func (r *Repo) restoreIgnored(st *baselineState, rep *RollbackReport) []error {
 		if err := r.restoreIgnoredFile(f, p, info, created); err != nil {
 			errs = append(errs, fmt.Errorf("restore ignored file %s: %w", f.path, err))
 			continue
+		}
+		if f.change != "" {
+			// The file put back is the baseline's now, for a later Rollback.
+			if info, err := os.Lstat(p); err == nil {
+				f.change = changeStamp(info)
+			}
 		}
 		rep.Restored = append(rep.Restored, f.path)
 	}

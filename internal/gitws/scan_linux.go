@@ -58,8 +58,15 @@ func scanDir(fd int, rel string, empty *[]string, modes map[string]fs.FileMode, 
 		if name == ".git" {
 			// Below the root, a repository of its own, which git status
 			// lists as untracked: DirtyAt must not take it for nothing.
-			if files != nil && rel != "." {
-				*files = append(*files, walkedFile{path: prefix + name})
+			// Its mode is recorded so that Rollback can tell one present at
+			// baseline from one a command made.
+			if rel != "." {
+				if files != nil {
+					*files = append(*files, walkedFile{path: prefix + name})
+				}
+				if ok[i] {
+					modes[prefix+name] = unixPerm(stats[i].Mode)
+				}
 			}
 			continue
 		}

@@ -13,8 +13,8 @@ import (
 )
 
 // scanTree records, at or below rel, the empty directories (in empty) and
-// the permission bits of every file and directory (in modes), skipping .git
-// directories and symlinks' modes, and has watch (which may be nil) watch
+// the permission bits of every file and directory (in modes), not looking
+// inside .git directories and skipping symlinks' modes, and has watch (which may be nil) watch
 // each directory before reading it. Like git, it passes over directories it
 // may not read: Rollback cannot remove anything inside them either. It
 // records no stat data in files: DirtyAt then asks git.
@@ -34,7 +34,13 @@ func scanTree(root, rel string, empty *[]string, modes map[string]fs.FileMode, w
 	for _, e := range entries {
 		p := path.Join(rel, e.Name())
 		switch {
-		case e.Name() == ".git" || e.Type()&fs.ModeSymlink != 0:
+		case e.Name() == ".git":
+			// Recorded so that Rollback can tell one present at baseline
+			// from one a command made.
+			if info, err := e.Info(); err == nil && rel != "." {
+				modes[p] = permBits(info.Mode())
+			}
+		case e.Type()&fs.ModeSymlink != 0:
 			continue
 		case e.IsDir():
 			info, err := e.Info()
