@@ -3,6 +3,7 @@ package artifact
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -46,5 +47,48 @@ func TestBatch(t *testing.T) {
 	}
 	if err := batch.WriteFile(filepath.Join(a, "missing", "f"), nil, 0o644); err == nil {
 		t.Fatal("a write into a missing directory succeeded")
+	}
+}
+
+// Work-tree writes: a command may remove what was written, and a
+// rollback removes it with the directories it was written in.
+func TestBatchSyncPresentAndForget(t *testing.T) {
+	root := t.TempDir()
+	var batch Batch
+	for _, p := range []string{"pkg/new/x.py", "pkg/y.py", "gone/z.py", "fifo/f"} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := batch.WriteFile(full, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.RemoveAll(filepath.Join(root, "gone"))
+	os.Remove(filepath.Join(root, "fifo", "f"))
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo", "f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.SyncPresent(); err != nil {
+		t.Fatalf("SyncPresent with a directory removed and a file turned FIFO: %v", err)
+	}
+	if batch.dirs != nil {
+		t.Fatalf("SyncPresent left %v in the batch", batch.dirs)
+	}
+
+	if err := batch.WriteFile(filepath.Join(root, "pkg", "new", "x.py"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(root, "pkg"))
+	if err := batch.Sync(); err == nil {
+		t.Fatal("Sync of a removed directory succeeded: a lost run directory would go unnoticed")
+	}
+	if err := batch.WriteFile(filepath.Join(root, "gone.py"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(root, "gone.py"))
+	batch.Forget()
+	if err := batch.Sync(); err != nil || batch.dirs != nil {
+		t.Fatalf("Sync after Forget = %v, batch %v; want nothing to do", err, batch.dirs)
 	}
 }
