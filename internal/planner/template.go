@@ -3,8 +3,11 @@ package planner
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/factory-harness/factory/internal/lang"
 )
 
 // DefaultTemplate is the planner prompt; a custom one may replace it.
@@ -15,10 +18,22 @@ var DefaultTemplate string
 //go:embed templates/reviewer.md
 var reviewerTemplate string
 
-// Placeholders a template may use. {{PRODUCT_SPEC}} is required.
+// Placeholders a template may use. {{PRODUCT_SPEC}} is required. The
+// language placeholders are filled from the languages detected in the
+// repository's files (lang.DetectFiles; Python when it has none), so the
+// prompt's verification, examples and acceptance commands are the
+// repository's own.
 const (
 	PlaceholderSpec      = "{{PRODUCT_SPEC}}"
 	PlaceholderRepoFiles = "{{REPO_FILES}}"
+
+	PlaceholderVerificationStep = "{{VERIFICATION_STEP}}" // how global verification runs, as step 4 of a list
+	PlaceholderCommandExample   = "{{COMMAND_EXAMPLE}}"   // one acceptance command, in backquotes
+	PlaceholderScriptExample    = "{{SCRIPT_EXAMPLE}}"    // a script run through its interpreter, in backquotes
+	PlaceholderVerification     = "{{VERIFICATION}}"      // a section (with heading): verification and tests
+	PlaceholderAcceptanceRules  = "{{ACCEPTANCE_RULES}}"  // bullets: how acceptance commands look
+	PlaceholderForbiddenExample = "{{FORBIDDEN_EXAMPLE}}" // what a work order typically must not touch
+	PlaceholderPlanExample      = "{{PLAN_EXAMPLE}}"      // a plan with one work order, as JSON
 )
 
 // CheckTemplate reports a template that cannot produce a planner prompt.
@@ -32,9 +47,17 @@ func CheckTemplate(tmpl string) error {
 // Render fills a template. Substitution is literal and in one pass, so a
 // specification that happens to contain "{{REPO_FILES}}" stays as written.
 func Render(tmpl, spec string, repoFiles []string) string {
+	t := lang.DetectFiles(repoFiles).PlannerText(slices.Contains(repoFiles, "scripts/verify.sh"))
 	return strings.NewReplacer(
 		PlaceholderSpec, strings.TrimSpace(spec),
 		PlaceholderRepoFiles, describeFiles(repoFiles),
+		PlaceholderVerificationStep, t.VerificationStep,
+		PlaceholderCommandExample, t.CommandExample,
+		PlaceholderScriptExample, t.ScriptExample,
+		PlaceholderVerification, t.Verification,
+		PlaceholderAcceptanceRules, t.AcceptanceRules,
+		PlaceholderForbiddenExample, t.ForbiddenExample,
+		PlaceholderPlanExample, t.PlanExample,
 	).Replace(tmpl)
 }
 
