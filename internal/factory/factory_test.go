@@ -115,6 +115,21 @@ func TestVerifyCommands(t *testing.T) {
 		{name: "verify.sh", files: map[string]string{"scripts/verify.sh": "true\n"}, want: [][]string{{"bash", "scripts/verify.sh"}}},
 		{name: "exempt beats verify.sh", files: map[string]string{"scripts/verify.sh": "true\n"}, exempt: true, want: [][]string{{"py", "-m", "compileall", "-q", "."}}},
 		{name: "override beats all", files: map[string]string{"scripts/verify.sh": "true\n"}, exempt: true, override: []string{"make check"}, want: [][]string{{"make", "check"}}},
+		{name: "no files: python fallback", files: map[string]string{"README.md": ""},
+			want: [][]string{{"py", "-m", "compileall", "-q", "."}, {"py", "-m", "pip", "--version"}, {"py", "-m", "pytest", "-q"}}},
+		{name: "python project", files: map[string]string{"pyproject.toml": "", "pkg/a.py": ""},
+			want: [][]string{{"py", "-m", "compileall", "-q", "."}, {"py", "-m", "pip", "--version"}, {"py", "-m", "pytest", "-q"}}},
+		{name: "python exempt", files: map[string]string{"pyproject.toml": ""}, exempt: true, want: [][]string{{"py", "-m", "compileall", "-q", "."}}},
+		{name: "go", files: map[string]string{"go.mod": "module x\n", "a.go": "package x\n"}, want: [][]string{{"go", "vet", "./..."}, {"go", "test", "./..."}}},
+		{name: "go exempt builds", files: map[string]string{"go.mod": "module x\n"}, exempt: true, want: [][]string{{"go", "build", "./..."}}},
+		{name: "go with verify.sh", files: map[string]string{"go.mod": "module x\n", "scripts/verify.sh": "true\n"}, want: [][]string{{"bash", "scripts/verify.sh"}}},
+		{name: "rust", files: map[string]string{"Cargo.toml": ""}, want: [][]string{{"cargo", "build", "--all-targets"}, {"cargo", "test"}}},
+		{name: "typescript with a test script", files: map[string]string{"package.json": `{"scripts":{"test":"vitest run"}}`, "tsconfig.json": "{}", "yarn.lock": ""},
+			want: [][]string{{"npx", "--no", "tsc", "--noEmit"}, {"yarn", "test"}}},
+		{name: "javascript exempt runs nothing", files: map[string]string{"package.json": "{}"}, exempt: true, want: nil},
+		{name: "cmake", files: map[string]string{"CMakeLists.txt": ""},
+			want: [][]string{{"cmake", "-S", ".", "-B", "build"}, {"cmake", "--build", "build"}, {"ctest", "--test-dir", "build", "--output-on-failure"}}},
+		{name: "makefile", files: map[string]string{"Makefile": "", "a.c": ""}, want: [][]string{{"make", "test"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,8 +140,53 @@ func TestVerifyCommands(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, r.verifyCommands()); diff != "" {
+			got, err := r.verifyCommands()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestVerifyRuleStatesWhatRuns(t *testing.T) {
+	tests := []struct {
+		name   string
+		files  map[string]string
+		exempt bool
+		want   string
+	}{
+		{name: "python, the seeds' words", files: map[string]string{"a.py": ""},
+			want: "If scripts/verify.sh exists after your writes, the harness runs `bash scripts/verify.sh`; otherwise `py -m compileall -q .`, `py -m pip --version` and `py -m pytest -q`."},
+		{name: "python exempt", files: map[string]string{"a.py": ""}, exempt: true,
+			want: "This work order is verify-exempt: the harness runs only `py -m compileall -q .`."},
+		{name: "go", files: map[string]string{"go.mod": "module x\n"},
+			want: "If scripts/verify.sh exists after your writes, the harness runs `bash scripts/verify.sh`; otherwise, for this Go (go.mod) repository, `go vet ./...` and `go test ./...`, in this order, each of which must exit 0 for the whole repository."},
+		{name: "go exempt", files: map[string]string{"go.mod": "module x\n"}, exempt: true,
+			want: "This work order is verify-exempt: the harness runs only `go build ./...`."},
+		{name: "rust", files: map[string]string{"Cargo.toml": ""},
+			want: "If scripts/verify.sh exists after your writes, the harness runs `bash scripts/verify.sh`; otherwise, for this Rust (Cargo.toml) repository, `cargo build --all-targets` and `cargo test`, in this order, each of which must exit 0 for the whole repository."},
+		{name: "javascript exempt", files: map[string]string{"package.json": "{}"}, exempt: true,
+			want: "This work order is verify-exempt: the harness runs no global verification, only the acceptance commands."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wo := testOrder()
+			wo.VerifyExempt = tt.exempt
+			r, err := Preflight(context.Background(), Options{Repo: gitRepo(t, tt.files), WorkOrder: wo, Out: t.TempDir(),
+				MaxAttempts: 1, CommandTimeout: time.Second, Python: "py"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			got, err := r.verifyRule()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("verifyRule:\n got %q\nwant %q", got, tt.want)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/lang"
 	"github.com/factory-harness/factory/internal/proc"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
@@ -21,7 +22,11 @@ const cmdExcerptBytes = 4000
 // commands, stopping at the first failure.
 func (r *Run) po(ctx context.Context, s *state) error {
 	a := s.cur
-	for i, argv := range r.verifyCommands() {
+	verify, err := r.verifyCommands()
+	if err != nil {
+		return err
+	}
+	for i, argv := range verify {
 		res, err := r.runCommand(ctx, a, fmt.Sprintf("verify_%d", i+1), argv)
 		if err != nil {
 			return err
@@ -59,23 +64,40 @@ func (r *Run) po(ctx context.Context, s *state) error {
 
 // verifyCommands applies the global verification rules (ARCHITECTURE "PO
 // Node"), evaluated after the writes: an override wins; a verify-exempt work
-// order only compiles; else scripts/verify.sh if present; else the fallback.
-func (r *Run) verifyCommands() [][]string {
-	py := r.opts.Python
-	switch {
-	case len(r.verify) > 0:
-		return r.verify
-	case r.opts.WorkOrder.VerifyExempt:
-		return [][]string{{py, "-m", "compileall", "-q", "."}}
+// order only builds; else scripts/verify.sh if present; else the default
+// verification of the languages the repository holds (internal/lang). A
+// Python repository, or one with no project file at all, gets exactly the
+// seeds' commands: `python -m compileall -q .` when exempt, else compileall,
+// `pip --version` and `pytest -q`.
+func (r *Run) verifyCommands() ([][]string, error) {
+	if len(r.verify) > 0 {
+		return r.verify, nil
 	}
-	if info, err := os.Lstat(filepath.Join(r.repo.Root, "scripts", "verify.sh")); err == nil && info.Mode().IsRegular() {
-		return [][]string{{"bash", "scripts/verify.sh"}}
+	langs, err := r.languages()
+	if err != nil {
+		return nil, err
 	}
-	return [][]string{
-		{py, "-m", "compileall", "-q", "."},
-		{py, "-m", "pip", "--version"},
-		{py, "-m", "pytest", "-q"},
+	if r.opts.WorkOrder.VerifyExempt {
+		return langs.CompileOnly(r.opts.Python), nil
 	}
+	if r.hasVerifyScript() {
+		return [][]string{{"bash", "scripts/verify.sh"}}, nil
+	}
+	return langs.Verify(r.opts.Python), nil
+}
+
+func (r *Run) hasVerifyScript() bool {
+	info, err := os.Lstat(filepath.Join(r.repo.Root, "scripts", "verify.sh"))
+	return err == nil && info.Mode().IsRegular()
+}
+
+// languages detects the repository's languages as the work tree is now.
+func (r *Run) languages() (lang.Detection, error) {
+	d, err := lang.Detect(os.DirFS(r.repo.Root))
+	if err != nil {
+		return lang.Detection{}, fmt.Errorf("detect the repository's languages: %w", err)
+	}
+	return d, nil
 }
 
 // runCommand runs argv in the repo with logs in the attempt's logs/

@@ -163,7 +163,11 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 	for _, c := range wo.AcceptanceCommands {
 		fmt.Fprintf(&b, "- %s\n", c)
 	}
-	fmt.Fprintf(&b, "\n## Global verification\n%s\n", r.verifyRule())
+	rule, err := r.verifyRule()
+	if err != nil {
+		return prompt{}, err
+	}
+	fmt.Fprintf(&b, "\n## Global verification\n%s\n", rule)
 	if len(wo.Postconditions) > 0 {
 		b.WriteString("\n## Postconditions (checked after your writes)\n")
 		for _, c := range wo.Postconditions {
@@ -199,15 +203,46 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 	return prompt{system: systemPrompt, user: b.String()}, nil
 }
 
-func (r *Run) verifyRule() string {
+// verifyRule states the global verification that will run after the
+// writes (see verifyCommands), for the repository's languages as detected
+// now. A Python repository gets the seeds' wording.
+func (r *Run) verifyRule() (string, error) {
 	if len(r.verify) > 0 {
-		return "The harness runs: " + strings.Join(r.opts.VerifyCommands, "; ")
+		return "The harness runs: " + strings.Join(r.opts.VerifyCommands, "; "), nil
+	}
+	langs, err := r.languages()
+	if err != nil {
+		return "", err
+	}
+	if langs.PythonOnly() {
+		if r.opts.WorkOrder.VerifyExempt {
+			return "This work order is verify-exempt: the harness runs only `" + r.opts.Python + " -m compileall -q .`.", nil
+		}
+		return "If scripts/verify.sh exists after your writes, the harness runs `bash scripts/verify.sh`; otherwise `" +
+			r.opts.Python + " -m compileall -q .`, `" + r.opts.Python + " -m pip --version` and `" + r.opts.Python + " -m pytest -q`.", nil
 	}
 	if r.opts.WorkOrder.VerifyExempt {
-		return "This work order is verify-exempt: the harness runs only `" + r.opts.Python + " -m compileall -q .`."
+		cmds := langs.CompileOnly(r.opts.Python)
+		if len(cmds) == 0 {
+			return "This work order is verify-exempt: the harness runs no global verification, only the acceptance commands.", nil
+		}
+		return "This work order is verify-exempt: the harness runs only " + quoteList(cmds) + ".", nil
 	}
-	return "If scripts/verify.sh exists after your writes, the harness runs `bash scripts/verify.sh`; otherwise `" +
-		r.opts.Python + " -m compileall -q .`, `" + r.opts.Python + " -m pip --version` and `" + r.opts.Python + " -m pytest -q`."
+	return "If scripts/verify.sh exists after your writes, the harness runs `bash scripts/verify.sh`; otherwise, for this " +
+		langs.Describe() + " repository, " + quoteList(langs.Verify(r.opts.Python)) +
+		", in this order, each of which must exit 0 for the whole repository.", nil
+}
+
+// quoteList renders commands as "`a`, `b` and `c`".
+func quoteList(cmds [][]string) string {
+	parts := make([]string, len(cmds))
+	for i, argv := range cmds {
+		parts[i] = "`" + quoteArgv(argv) + "`"
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // fileHash returns the sha256 of a repo file's current bytes, or of empty
