@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/factory-harness/factory/internal/proc"
+	"github.com/factory-harness/factory/internal/version"
 )
 
 // Exit codes, one scheme for every command, documented in the README and
@@ -188,7 +189,10 @@ by default), and rolls back with git on failure.
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(flagErrorf)
 	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env),
-		newEvalCmd(env), newServeCmd(env), newReportCmd(env), newWorkerCmd(env), newCancelCmd(env))
+		newEvalCmd(env), newServeCmd(env), newReportCmd(env), newWorkerCmd(env), newCancelCmd(env), newVersionCmd(env), newMCPCmd(env))
+	// --version prints what 'factory version' prints.
+	root.Version = version.Read().String()
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 

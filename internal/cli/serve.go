@@ -67,30 +67,11 @@ func runServe(ctx context.Context, env Env, o *serveOptions) error {
 			return usagef("%s is not a directory", d)
 		}
 	}
-	token := ""
-	if o.tokenFile != "" {
-		data, err := os.ReadFile(o.tokenFile)
-		if err != nil {
-			return usagef("--token-file: %v", err)
-		}
-		if token = strings.TrimSpace(string(data)); token == "" {
-			return usagef("--token-file %s is empty", o.tokenFile)
-		}
-	}
-	ln, err := net.Listen("tcp", o.addr)
+	ln, token, loopback, err := listenWithToken("--addr", o.addr, o.tokenFile)
 	if err != nil {
-		return usagef("--addr %s: %v", o.addr, err)
+		return err
 	}
 	defer ln.Close()
-	tcp := ln.Addr().(*net.TCPAddr)
-	loopback := tcp.IP.IsLoopback()
-	if !loopback && token == "" {
-		b := make([]byte, 24)
-		if _, err := rand.Read(b); err != nil {
-			return &internalError{err: fmt.Errorf("generate a token: %w", err)}
-		}
-		token = hex.EncodeToString(b)
-	}
 	srv, err := serve.New(serve.Options{Outs: o.outs, Repos: o.repos, Token: token, LoopbackOnly: loopback && token == "", Environ: os.Environ()})
 	if err != nil {
 		return &internalError{err: err}
@@ -122,4 +103,33 @@ func runServe(ctx context.Context, env Env, o *serveOptions) error {
 		}
 	}
 	return nil
+}
+
+// listenWithToken listens on addr, with the access token every request must
+// carry: the one of tokenFile, else none on a loopback address, else a
+// generated one. serve and mcp --http share it.
+func listenWithToken(flag, addr, tokenFile string) (ln net.Listener, token string, loopback bool, err error) {
+	if tokenFile != "" {
+		data, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, "", false, usagef("--token-file: %v", err)
+		}
+		if token = strings.TrimSpace(string(data)); token == "" {
+			return nil, "", false, usagef("--token-file %s is empty", tokenFile)
+		}
+	}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", false, usagef("%s %s: %v", flag, addr, err)
+	}
+	loopback = ln.Addr().(*net.TCPAddr).IP.IsLoopback()
+	if !loopback && token == "" {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			ln.Close()
+			return nil, "", false, &internalError{err: fmt.Errorf("generate a token: %w", err)}
+		}
+		token = hex.EncodeToString(b)
+	}
+	return ln, token, loopback, nil
 }

@@ -122,6 +122,6 @@ func Report(ctx context.Context, w io.Writer, o ReportOptions) error {
 	if err != nil {
 		return fmt.Errorf("render the report: %w", err)
 	}
-	_, err = w.Write(s.red.bytes(buf.Bytes()))
+	_, err = w.Write(s.red.Bytes(buf.Bytes()))
 	return err
 }

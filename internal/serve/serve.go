@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/factory-harness/factory/internal/redact"
 )
 
 //go:embed templates/*.html assets/*
@@ -48,7 +50,7 @@ type Options struct {
 type Server struct {
 	o     Options
 	st    *store
-	red   *redactor
+	red   *redact.Redactor
 	pages *template.Template
 	css   string
 	// maxText bounds each text a page shows (the whole file is a link
@@ -76,7 +78,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{o: o, st: newStore(o.Outs, o.Repos, o.Now), red: newRedactor(o.Environ), pages: pages, css: string(css), maxText: maxShownText,
+	return &Server{o: o, st: newStore(o.Outs, o.Repos, o.Now), red: redact.New(o.Environ), pages: pages, css: string(css), maxText: maxShownText,
 		diffs: map[string]commitDiffs{}}, nil
 }
 
@@ -320,7 +322,7 @@ func (s *Server) page(v view) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write(s.red.bytes(buf.Bytes()))
+		w.Write(s.red.Bytes(buf.Bytes()))
 	}
 }
 
@@ -337,7 +339,7 @@ func (s *Server) api(v view) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(s.red.bytes(append(b, '\n')))
+		w.Write(s.red.Bytes(append(b, '\n')))
 	}
 }
 
@@ -346,7 +348,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		http.NotFound(w, r)
 		return
 	}
-	http.Error(w, s.red.string(err.Error()), http.StatusInternalServerError)
+	http.Error(w, s.red.String(err.Error()), http.StatusInternalServerError)
 }
 
 // file serves one artifact file as plain text, redacted, streamed.
@@ -389,7 +391,7 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'")
-	rw := &redactWriter{r: s.red, w: w}
+	rw := s.red.Writer(w)
 	if _, err := io.Copy(rw, f); err == nil {
 		rw.Close()
 	}
@@ -440,7 +442,7 @@ func (s *Server) streamIndex(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(s.st.rows(r.Context()))
 		if !bytes.Equal(b, last) {
 			last = b
-			fmt.Fprintf(w, "event: rows\ndata: %s\n\n", s.red.bytes(b))
+			fmt.Fprintf(w, "event: rows\ndata: %s\n\n", s.red.Bytes(b))
 			fl.Flush()
 		}
 		select {
@@ -483,7 +485,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, src *source, nam
 					// which would end the SSE data line early.
 					compact.Reset()
 					if json.Compact(&compact, line) == nil {
-						fmt.Fprintf(w, "id: %d\nevent: ev\ndata: %s\n\n", end, s.red.bytes(compact.Bytes()))
+						fmt.Fprintf(w, "id: %d\nevent: ev\ndata: %s\n\n", end, s.red.Bytes(compact.Bytes()))
 						n++
 					}
 					return n < 1000 // a burst is sent in slices
@@ -493,7 +495,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, src *source, nam
 		}
 		if (n > 0 || first) && state != nil {
 			b, _ := json.Marshal(state())
-			fmt.Fprintf(w, "event: state\ndata: %s\n\n", s.red.bytes(b))
+			fmt.Fprintf(w, "event: state\ndata: %s\n\n", s.red.Bytes(b))
 		}
 		first = false
 		if n > 0 || time.Since(ping) > 15*time.Second {

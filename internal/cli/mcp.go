@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/mcp"
+	"github.com/factory-harness/factory/internal/redact"
+	"github.com/factory-harness/factory/internal/version"
+)
+
+type mcpOptions struct {
+	roots     []string
+	http      string
+	tokenFile string
+	sandbox   sandboxFlags
+}
+
+func newMCPCmd(env Env) *cobra.Command {
+	o := &mcpOptions{}
+	cmd := &cobra.Command{
+		Use:   "mcp --root DIR [--root DIR]... [--http HOST:PORT]",
+		Short: "Serve plan, validate, build and status to coding agents over the Model Context Protocol",
+		Long: `Serve factory as an MCP server, for coding agents (Claude Code, Codex CLI, Cursor, ...):
+over stdio by default (the agent starts 'factory mcp' and talks on its stdin and stdout),
+or over Streamable HTTP with --http.
+
+Tools (arguments are the CLI's flag names with underscores; see docs/mcp.md):
+  factory_validate {plan_dir, repo?}                      what 'factory validate' checks
+  factory_plan     {spec, out, llm_model, repo?, llm_base_url?, no_review?, overwrite?}
+  factory_build    {repo, out, llm_model, spec | plan_dir, llm_base_url?, max_tokens?,
+                    max_cost_usd?, no_review?, branch?}   the whole build, with progress
+                                                          notifications; returns its summary
+  factory_status   {repo}                                 what 'factory status --json' says
+
+Every path argument must resolve (symlinks followed) inside one of the --root
+directories, or the call is refused with nothing done; relative paths are taken from
+the first root. Provider API keys (OPENAI_API_KEY, ANTHROPIC_API_KEY) are read from this
+server's environment only, never from arguments, and are redacted from every result.
+Builds run as 'factory build' runs them with its default flags (confined commands:
+--sandbox sets how). A client that disconnects during a build cancels it as Ctrl-C
+does: the repository is rolled back to its last commit and the same call resumes it.
+
+--http HOST:PORT listens there (port 0 picks a free one) and prints
+'serving http://HOST:PORT/mcp' on stdout. A non-loopback address needs a token, as
+'factory serve' does: --token-file FILE, or one is generated and printed; clients send
+'Authorization: Bearer TOKEN' (or ?token=TOKEN).
+
+Stop it by closing its stdin (stdio) or with Ctrl-C. Exit codes: 0 stopped, 2 usage
+(no --root, a root that is not a directory, a bad address or token file).`,
+		Args: noArgs("mcp"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMCP(cmd.Context(), env, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.roots, "root", nil, "a directory the tools may read and write in (required, repeatable): every path argument must resolve inside one")
+	f.StringVar(&o.http, "http", "", "serve Streamable HTTP on this address instead of stdio (e.g. 127.0.0.1:7071)")
+	f.StringVar(&o.tokenFile, "token-file", "", "with --http: a file holding the token every request needs (default for a non-loopback address: a generated one)")
+	o.sandbox.add(f)
+	return cmd
+}
+
+func runMCP(ctx context.Context, env Env, o *mcpOptions) error {
+	if len(o.roots) == 0 {
+		return usagef("give at least one --root DIR: the directories the tools may work in (see 'factory mcp --help')")
+	}
+	if o.tokenFile != "" && o.http == "" {
+		return usagef("--token-file needs --http")
+	}
+	if _, err := o.sandbox.request(env); err != nil {
+		return err
+	}
+	red := redact.New(os.Environ())
+	srv, err := mcp.New(mcp.Options{
+		Roots: o.roots, Connect: mcpConnect(env, o.sandbox), Version: version.Read().Version,
+		Redact: red.String, Log: red.Writer(env.Stderr),
+	})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	fmt.Fprintf(env.Stderr, "factory mcp: serving tools in %s\n", strings.Join(srv.Roots(), ", "))
+	if o.http == "" {
+		if err := srv.Serve(ctx, &sdk.StdioTransport{}); err != nil {
+			return &internalError{err: fmt.Errorf("mcp: %w", err)}
+		}
+		return nil
+	}
+	return serveMCPHTTP(ctx, env, o, srv)
+}
+
+// serveMCPHTTP serves Streamable HTTP at /mcp until ctx ends.
+func serveMCPHTTP(ctx context.Context, env Env, o *mcpOptions, srv *mcp.Server) error {
+	ln, token, loopback, err := listenWithToken("--http", o.http, o.tokenFile)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", requireToken(token, srv.Handler()))
+	url := "http://" + ln.Addr().String() + "/mcp"
+	fmt.Fprintf(env.Stdout, "serving %s\n", url)
+	if !loopback && o.tokenFile == "" {
+		fmt.Fprintf(env.Stderr, "factory mcp: %s is not a loopback address: every request needs 'Authorization: Bearer %s' (shown once)\n", ln.Addr(), token)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		srv.Close()
+		if !errors.Is(err, http.ErrServerClosed) {
+			return &internalError{err: fmt.Errorf("mcp: %w", err)}
+		}
+	case <-ctx.Done():
+		srv.Close() // builds in flight roll back first
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+	}
+	return nil
+}
+
+// requireToken refuses a request without the token ("" requires none) in
+// an Authorization: Bearer header or a ?token= parameter.
+func requireToken(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.URL.Query().Get("token")
+		if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			got = b
+		}
+		sum := sha256.Sum256([]byte(got))
+		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			http.Error(w, "401 unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// mcpConnect gives the MCP server the options of a build as 'factory build'
+// would have them with its default flags, the server's --sandbox flags and
+// the call's model arguments: the same flag registrations, checks and model
+// connection as build, so a tool call and a command line build alike.
+func mcpConnect(env Env, box sandboxFlags) func(mcp.ModelArgs) (builder.Options, error) {
+	return func(a mcp.ModelArgs) (builder.Options, error) {
+		o := &buildOptions{}
+		f := pflag.NewFlagSet("build", pflag.ContinueOnError)
+		addAttemptFlags(f, &o.run)
+		addPlannerFlags(f, o)
+		o.run.sandbox = box
+		o.run.model, o.run.baseURL, o.run.maxTokens, o.run.maxCostUSD = a.LLMModel, a.LLMBaseURL, a.MaxTokens, a.MaxCostUSD
+		if a.NoReview {
+			o.review = false
+		}
+		fail := func(err error) (builder.Options, error) {
+			msg := strings.NewReplacer("--llm-model", "llm_model", "--max-cost-usd", "max_cost_usd", "--max-tokens", "max_tokens",
+				" or use --replay FILE", "").Replace(err.Error())
+			return builder.Options{}, errors.New(msg + " (provider keys are read from the factory mcp server's environment, never from arguments)")
+		}
+		tmpl, err := o.loadTemplate()
+		if err != nil {
+			return fail(err)
+		}
+		attempt, err := attemptOptions(&o.run, env)
+		if err != nil {
+			return fail(err)
+		}
+		se, plan, meter, err := o.models(env, attempt.Progress)
+		if err != nil {
+			return fail(err)
+		}
+		return o.builderOptions(tmpl, attempt, se, plan, meter), nil
+	}
+}
