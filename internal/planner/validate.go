@@ -30,10 +30,13 @@ import (
 //	E104  allowed_files entry without a file_exists postcondition
 //	E105  acceptance command runs scripts/verify.sh
 //	E106  verify_contract.requires does not hold after the last work order
+//	E107  a go, cargo or node acceptance command needs a package directory,
+//	      manifest or script that neither the repository nor any work
+//	      order up to this one (allowed_files) can provide
 //	W101  acceptance command depends on a file that may not exist (warning)
 //	W102  allowed_files entry not in context_files (warning)
 type Issue struct {
-	Code    string `json:"code"`    // E000…E007, E101…E106, W101, W102
+	Code    string `json:"code"`    // E000…E007, E101…E107, W101, W102
 	WOID    string `json:"wo_id"`   // the order's id as written, "work_orders[N]" if it has none, "" for plan-level issues
 	Field   string `json:"field"`   // e.g. "acceptance_commands[1]", "preconditions[0].path"; relative to the order, or to the plan when WOID is ""
 	Message string `json:"message"` // what is wrong and how to fix it; does not repeat WOID or Field
@@ -130,7 +133,9 @@ const maxIDBytes = 64
 // adds nothing, even the files it writes). A path holds if it is a file in
 // the state or a directory with a file under it, as the factory's Lstat
 // sees it. E101–E104 concern only orders that declare conditions; E105 and
-// W101 apply to every order. W101 covers non-stdlib imports in python -c
+// W101 apply to every order. E107 reads go, cargo and node command lines
+// (internal/planner/validate_lang.go) and needs a parsable chain and a
+// known repository, like W101. W101 covers non-stdlib imports in python -c
 // code, `python X.py` and `bash X`/`sh X`; not `python -m`, dynamic
 // imports or what scripts themselves import.
 func Validate(ctx context.Context, raw []byte, env Env) Result {

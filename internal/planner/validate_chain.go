@@ -1,4 +1,4 @@
-// Cross-order checks (E101–E106, W101, W102), the cumulative file state
+// Cross-order checks (E101–E107, W101, W102), the cumulative file state
 // they share, and ComputeVerifyExempt which walks the same chain.
 
 package planner
@@ -16,6 +16,7 @@ import (
 // contract parsed, which E106 needs.
 func (v *validator) chain(orders []*order, contract *workorder.VerifyContract, complete bool) {
 	state := newFileState(v.env.RepoFiles)
+	possible := newFileState(v.env.RepoFiles) // plus every file an order so far may write (E107)
 	broken := false // an earlier order could not be parsed: the state is unknown
 	for _, o := range orders {
 		w := o.wo
@@ -54,9 +55,14 @@ func (v *validator) chain(orders []*order, contract *workorder.VerifyContract, c
 		}
 		for _, c := range w.Postconditions {
 			state.add(c.Path, w.ID)
+			possible.add(c.Path, w.ID)
+		}
+		for _, a := range w.AllowedFiles {
+			possible.add(a, w.ID)
 		}
 		if !broken && !v.env.RepoUnknown {
 			v.dependencies(o, state)
+			v.toolChecks(o, possible)
 		}
 	}
 	if !complete || broken || contract == nil {

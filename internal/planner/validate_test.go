@@ -344,6 +344,32 @@ func TestValidateCodes(t *testing.T) {
 			{name: "repo unknown: absent but created", raw: plan(t, contract(absent("f01.py")), wo(1, creates("f01.py"))), unknown: true,
 				trigger: true, field: "verify_contract.requires[0]", msg: "WO-01 creates it"},
 		},
+		"E107": {
+			bad("go test of a package nothing creates", plan(t, nil, wo(1, creates("calc/calc.go"), cmds("go test ./calc -run ^TestAdd$ -v", "go test ./store/..."))), "acceptance_commands[1]", "go test needs the package directory store, but the repository has no file under it"),
+			bad("go vet after a value flag", plan(t, nil, wo(1, cmds("go vet -tags integration ./missing"))), "acceptance_commands[0]", "package directory missing"),
+			bad("go run of a missing file", plan(t, nil, wo(1, cmds("go run tools/gen.go"))), "acceptance_commands[0]", "Go file tools/gen.go"),
+			bad("go package created later", plan(t, nil, wo(1, cmds("go test ./later")), wo(2, creates("later/a.go"))), "acceptance_commands[0]", "later"),
+			bad("cargo without a manifest", plan(t, nil, wo(1, creates("src/lib.rs"), cmds("cargo test --test calc"))), "acceptance_commands[0]", "Cargo manifest Cargo.toml"),
+			bad("cargo manifest path", plan(t, nil, wo(1, cmds("cargo +stable test --manifest-path crates/a/Cargo.toml"))), "acceptance_commands[0]", "crates/a/Cargo.toml"),
+			bad("node test file nothing creates", plan(t, nil, wo(1, creates("src/calc.js"), cmds("node --test --test-reporter spec test/calc.test.js"))), "acceptance_commands[0]", "node --test needs the script test/calc.test.js"),
+			bad("node script", plan(t, nil, wo(1, cmds("node --no-warnings scripts/check.mjs arg.js"))), "acceptance_commands[0]", "scripts/check.mjs"),
+			ok("go package created here", plan(t, nil, wo(1, creates("calc/calc.go", "calc/calc_test.go"), cmds("go test ./calc/... -run ^TestAdd$", "go vet ./calc", "go test ./...", "go test .")))),
+			ok("go package in an allowed file without postcondition", plan(t, nil, wo(1, set("allowed_files", strs("calc/calc.go")), cmds("go test ./calc")))),
+			{name: "go package in repo", raw: plan(t, nil, wo(1, cmds("go test ./internal/x/... -count=1", "go build ./cmd/tool"))), repo: []string{"go.mod", "internal/x/y/a.go", "cmd/tool/main.go"}},
+			ok("go import paths are not checked", plan(t, nil, wo(1, cmds("go test example.com/m/calc", "go list ./missing")))),
+			ok("go run arguments are the program's", plan(t, nil, wo(1, creates("main.go"), cmds("go run main.go ./not-a-package")))),
+			ok("unknown go flag stops the check", plan(t, nil, wo(1, cmds("go test -newflag ./missing")))),
+			ok("go -C changes directory", plan(t, nil, wo(1, cmds("go test -C sub ./missing")))),
+			{name: "cargo with the repo's manifest", raw: plan(t, nil, wo(1, cmds("cargo test", "cargo build --all-targets"))), repo: []string{"Cargo.toml"}},
+			ok("cargo manifest created", plan(t, nil, wo(1, creates("Cargo.toml", "src/lib.rs"), cmds("cargo test")))),
+			ok("cargo new needs no manifest", plan(t, nil, wo(1, cmds("cargo --version", "cargo new x")))),
+			ok("node resolves extensions", plan(t, nil, wo(1, creates("test/calc.test.js.js"), cmds("node test/calc.test.js")))),
+			ok("node -e", plan(t, nil, wo(1, cmds(`node -e "require('./x.js')"`)))),
+			ok("node test directory", plan(t, nil, wo(1, creates("test/a.test.js"), cmds("node --test test/a.test.js", "node --test")))),
+			ok("python is not checked by E107", plan(t, nil, wo(1, cmds("python3 -m pytest tests/test_missing.py")))),
+			{name: "repo unknown", raw: plan(t, nil, wo(1, cmds("go test ./missing", "cargo test"))), unknown: true},
+			ok("after an unparsable order", plan(t, nil, wo(1, del("title")), wo(2, cmds("go test ./missing")))),
+		},
 		"W101": {
 			bad("python -c import", plan(t, nil, wo(1, cmds(`python3 -c "import calc"`))), "acceptance_commands[0]", "none of calc.py, calc/__init__.py"),
 			bad("dotted import", plan(t, nil, wo(1, creates("pkg/__init__.py"), cmds(`python3 -c "import pkg.mod"`))), "acceptance_commands[0]", "imports pkg.mod, but none of pkg/mod.py, pkg/mod/__init__.py"),
@@ -376,7 +402,7 @@ func TestValidateCodes(t *testing.T) {
 			ok("not reported for an unparsable order", plan(t, nil, wo(1, del("title"), set("context_files", strs())))),
 		},
 	}
-	for _, code := range []string{"E000", "E001", "E003", "E004", "E005", "E006", "E007", "E101", "E102", "E103", "E104", "E105", "E106", "W101", "W102"} {
+	for _, code := range []string{"E000", "E001", "E003", "E004", "E005", "E006", "E007", "E101", "E102", "E103", "E104", "E105", "E106", "E107", "W101", "W102"} {
 		cases := tests[code]
 		var triggers, passes int
 		for _, c := range cases {
