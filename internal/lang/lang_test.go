@@ -130,7 +130,7 @@ func TestVerify(t *testing.T) {
 		{name: "gradle wrapper", files: map[string]string{"build.gradle": "", "gradlew": ""},
 			want: [][]string{{"sh", "gradlew", "--offline", "test"}}, compileOnly: [][]string{{"sh", "gradlew", "--offline", "testClasses"}}},
 		{name: "go and python, in order", files: map[string]string{"go.mod": "", "pyproject.toml": ""},
-			want: append([][]string{{"go", "vet", "./..."}, {"go", "test", "./..."}}, pyFallback...),
+			want:        append([][]string{{"go", "vet", "./..."}, {"go", "test", "./..."}}, pyFallback...),
 			compileOnly: [][]string{{"go", "build", "./..."}, {py, "-m", "compileall", "-q", "."}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

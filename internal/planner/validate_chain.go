@@ -17,7 +17,7 @@ import (
 func (v *validator) chain(orders []*order, contract *workorder.VerifyContract, complete bool) {
 	state := newFileState(v.env.RepoFiles)
 	possible := newFileState(v.env.RepoFiles) // plus every file an order so far may write (E107)
-	broken := false // an earlier order could not be parsed: the state is unknown
+	broken := false                           // an earlier order could not be parsed: the state is unknown
 	for _, o := range orders {
 		w := o.wo
 		if w == nil {
