@@ -16,8 +16,9 @@ import (
 // contract parsed, which E106 needs.
 func (v *validator) chain(orders []*order, contract *workorder.VerifyContract, complete bool) {
 	state := newFileState(v.env.RepoFiles)
-	possible := newFileState(v.env.RepoFiles) // plus every file an order so far may write (E107)
-	broken := false                           // an earlier order could not be parsed: the state is unknown
+	// possible adds every file an order so far may write (E107).
+	possible := newFileState(v.env.RepoFiles)
+	broken := false // an earlier order could not be parsed: the state is unknown
 	for _, o := range orders {
 		w := o.wo
 		if w == nil {
