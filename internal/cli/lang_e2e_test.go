@@ -103,3 +103,51 @@ func TestRunGoRepoWithoutVerifyScript(t *testing.T) {
 		})
 	}
 }
+
+// goPlan is a one-order Go plan; pkg is the package its acceptance command tests.
+func goPlan(pkg string) string {
+	plan := map[string]any{"work_orders": []any{map[string]any{
+		"id": "WO-01", "title": "Mul", "intent": "Add calc.Mul.",
+		"preconditions":       []any{map[string]any{"kind": "file_exists", "path": "go.mod"}},
+		"postconditions":      []any{map[string]any{"kind": "file_exists", "path": "calc/calc.go"}, map[string]any{"kind": "file_exists", "path": "calc/calc_test.go"}},
+		"allowed_files":       []string{"calc/calc.go", "calc/calc_test.go"},
+		"forbidden":           []string{"go.mod"},
+		"acceptance_commands": []string{"go test ./" + pkg + ` -run "^TestMul$" -v`},
+		"context_files":       []string{"calc/calc.go", "calc/calc_test.go", "go.mod"},
+		"notes":               "func Mul(a, b int) int",
+	}}}
+	data, _ := json.Marshal(plan)
+	return string(data)
+}
+
+// TestPlanGoRepo compiles a plan for a Go repository: the prompt speaks Go
+// (its verification, examples and acceptance commands, no Python), and an
+// acceptance command naming a package directory nothing creates is sent
+// back as E107.
+func TestPlanGoRepo(t *testing.T) {
+	repo := newRepo(t, map[string]string{"go.mod": goMod, "calc/calc.go": goCalcV1})
+	f := newPlanFixture(t, done(goPlan("calcx")), done(goPlan("calc")))
+	res := f.run(t, "--no-review", "--repo", repo)
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	first, err := os.ReadFile(filepath.Join(f.arts, "prompt_attempt_1.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"The repository holds Go (go.mod).", "- `go vet ./...`\n- `go test ./...`", "_test.go", `go test ./calc -run \"^TestAdd$\" -v`} {
+		if !strings.Contains(string(first), want) {
+			t.Errorf("the planner prompt lacks %q", want)
+		}
+	}
+	if strings.Contains(strings.ToLower(string(first)), "python") {
+		t.Errorf("the planner prompt for a Go repository mentions Python")
+	}
+	second, _ := os.ReadFile(filepath.Join(f.arts, "prompt_attempt_2.txt"))
+	if !strings.Contains(string(second), "[E107]") || !strings.Contains(string(second), "package directory calcx") {
+		t.Errorf("the revision prompt lacks E107 for ./calcx:\n%s", second)
+	}
+	if s := f.summary(t); !s.Success || s.Attempts != 2 {
+		t.Errorf("summary = %+v", s)
+	}
+}
