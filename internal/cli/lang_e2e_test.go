@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/factory-harness/factory/internal/llmtest"
 )
 
@@ -150,4 +152,122 @@ func TestPlanGoRepo(t *testing.T) {
 	if s := f.summary(t); !s.Success || s.Attempts != 2 {
 		t.Errorf("summary = %+v", s)
 	}
+}
+
+// TestRunDefaultVerificationPerLanguage runs one work order in a repository
+// of each language without scripts/verify.sh and checks that the language's
+// default verification ran and passed. --sandbox off: a confined command
+// does not yet see the user's toolchain caches and homes (rustup's cargo
+// finds no toolchain under the private HOME), which is issue 27 part 3.
+func TestRunDefaultVerificationPerLanguage(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	path := os.Getenv("PATH")
+	if home != "" {
+		path = filepath.Join(home, ".cargo", "bin") + string(os.PathListSeparator) + path // rustup's default
+	}
+	const cmakeLists = "cmake_minimum_required(VERSION 3.16)\nproject(calc C)\nenable_testing()\nadd_executable(calc_test tests/calc_test.c src/calc.c)\nadd_test(NAME calc_test COMMAND calc_test)\n"
+	const calcC = "#include \"calc.h\"\nint mul(int a, int b) { return a * b; }\n"
+	const calcH = "int mul(int a, int b);\n"
+	const calcTestC = "#include <assert.h>\n#include \"../src/calc.h\"\nint main(void) { assert(mul(3, 4) == 12); return 0; }\n"
+	for _, tc := range []struct {
+		name       string
+		tool       string
+		repo       map[string]string
+		writes     map[string]string
+		acceptance string
+		verify     [][]string
+	}{
+		{name: "rust", tool: "cargo",
+			repo: map[string]string{"Cargo.toml": "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+				"src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a + b }\n", ".gitignore": "/target\nCargo.lock\n"},
+			writes: map[string]string{"src/lib.rs": "pub fn add(a: i32, b: i32) -> i32 { a + b }\npub fn mul(a: i32, b: i32) -> i32 { a * b }\n",
+				"tests/mul.rs": "#[test]\nfn mul_small() { assert_eq!(calc::mul(3, 4), 12); }\n"},
+			acceptance: "cargo test --test mul",
+			verify:     [][]string{{"cargo", "build", "--all-targets"}, {"cargo", "test"}}},
+		{name: "javascript node --test", tool: "node",
+			repo: map[string]string{"package.json": `{"name": "calc", "version": "1.0.0"}` + "\n", "src/add.js": "exports.add = (a, b) => a + b;\n"},
+			writes: map[string]string{"src/mul.js": "exports.mul = (a, b) => a * b;\n",
+				"test/mul.test.js": "const test = require('node:test');\nconst assert = require('node:assert/strict');\nconst { mul } = require('../src/mul.js');\ntest('mul', () => assert.equal(mul(3, 4), 12));\n"},
+			acceptance: "node --test test/mul.test.js",
+			verify:     [][]string{{"node", "--test"}}},
+		{name: "javascript npm test", tool: "npm",
+			repo: map[string]string{"package.json": `{"name": "calc", "version": "1.0.0", "scripts": {"test": "node --test"}}` + "\n",
+				"package-lock.json": `{"name": "calc", "version": "1.0.0", "lockfileVersion": 3, "requires": true, "packages": {"": {"name": "calc", "version": "1.0.0"}}}` + "\n"},
+			writes: map[string]string{"src/mul.js": "exports.mul = (a, b) => a * b;\n",
+				"test/mul.test.js": "const test = require('node:test');\nconst assert = require('node:assert/strict');\nconst { mul } = require('../src/mul.js');\ntest('mul', () => assert.equal(mul(3, 4), 12));\n"},
+			acceptance: "node --test test/mul.test.js",
+			verify:     [][]string{{"npm", "test"}}},
+		{name: "cmake", tool: "cmake",
+			repo:       map[string]string{"CMakeLists.txt": cmakeLists, "src/calc.h": calcH, ".gitignore": "/build/\n"},
+			writes:     map[string]string{"src/calc.c": calcC, "tests/calc_test.c": calcTestC},
+			acceptance: `ctest --test-dir build -R "^calc_test$" --no-tests=error --output-on-failure`,
+			verify:     [][]string{{"cmake", "-S", ".", "-B", "build"}, {"cmake", "--build", "build"}, {"ctest", "--test-dir", "build", "--output-on-failure"}}},
+		{name: "make", tool: "make",
+			repo: map[string]string{"Makefile": "calc_test: tests/calc_test.c src/calc.c\n\tcc -o calc_test tests/calc_test.c src/calc.c\n\ntest: calc_test\n\t./calc_test\n",
+				"src/calc.h": calcH, ".gitignore": "/calc_test\n"},
+			writes:     map[string]string{"src/calc.c": calcC, "tests/calc_test.c": calcTestC},
+			acceptance: "make calc_test",
+			verify:     [][]string{{"make", "test"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := lookPathIn(tc.tool, path); err != nil {
+				t.Skipf("%s is not installed (%v): this language's verification cannot run here", tc.tool, err)
+			}
+			repo := newRepo(t, tc.repo)
+			var allowed []string
+			var writes []llmtest.Write
+			for p, content := range tc.writes {
+				allowed = append(allowed, p)
+				base := sha("")
+				if old, ok := tc.repo[p]; ok {
+					base = sha(old)
+				}
+				writes = append(writes, llmtest.Write{Path: p, BaseSHA256: base, Content: content})
+			}
+			wo := map[string]any{"id": "WO-01", "title": "Add mul", "intent": "Add mul.", "allowed_files": allowed,
+				"forbidden": []string{}, "acceptance_commands": []string{tc.acceptance}, "context_files": []string{}}
+			woPath := filepath.Join(t.TempDir(), "wo.json")
+			data, _ := json.Marshal(wo)
+			if err := os.WriteFile(woPath, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			srv := llmtest.Start(t, llmtest.Reply{Content: llmtest.Proposal("mul", writes...)})
+			res := runFactory(t, []string{"OPENAI_API_KEY=test-key", "PATH=" + path}, "run", "--repo", repo, "--work-order", woPath,
+				"--out", filepath.Join(t.TempDir(), "out"), "--llm-model", "m", "--llm-base-url", srv.URL, "--timeout-seconds", "300",
+				"--max-attempts", "1", "--sandbox", "off")
+			if res.code != ExitPass {
+				t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+			}
+			var s struct {
+				Attempts []struct {
+					Verify []struct {
+						Command  []string `json:"command"`
+						ExitCode int      `json:"exit_code"`
+					} `json:"verify"`
+				} `json:"attempts"`
+			}
+			readJSON(t, summaryPath(t, res), &s)
+			var ran [][]string
+			for _, v := range s.Attempts[0].Verify {
+				ran = append(ran, v.Command)
+			}
+			if diff := cmp.Diff(tc.verify, ran); diff != "" {
+				t.Errorf("verification commands (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(srv.UserPrompt(0), "`"+strings.Join(tc.verify[0], " ")+"`") {
+				t.Errorf("the SE prompt does not state the verification:\n%s", srv.UserPrompt(0))
+			}
+		})
+	}
+}
+
+// lookPathIn finds a program in a PATH-style list.
+func lookPathIn(name, path string) (string, error) {
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, name)
+		if info, err := os.Stat(p); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
 }
