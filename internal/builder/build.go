@@ -306,24 +306,67 @@ func (b *builder) openRepo(ctx context.Context) (created bool, err error) {
 }
 
 // recover restores the repository after a build that was killed in the
-// middle of an attempt; a journal someone else left is refused.
+// middle of an attempt, or inside one of its git steps; a journal someone
+// else left is refused.
 func (b *builder) recover(ctx context.Context) error {
 	tool, found, err := factory.JournalTool(b.repo)
 	if err != nil {
 		return refusef("repository %s: %v", b.repo.Root, err)
 	}
-	if !found {
-		return nil
-	}
-	if tool != Tool {
+	if found && tool != Tool {
 		return refusef("repository %s holds the journal of a %s that was cut off before it could restore the baseline (%s); run 'factory recover --repo %s' first",
 			b.repo.Root, tool, b.repo.JournalPath(), b.repo.Root)
 	}
+	if err := b.recoverGitLocks(found); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
 	b.progress("build: the previous build was cut off in the middle of an attempt; recovering")
-	if _, err := factory.RecoverHeld(ctx, b.repo, b.o.Progress); err != nil {
+	err = b.gitStep("recover", "", func() error {
+		_, err := factory.RecoverHeld(ctx, b.repo, b.o.Progress)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("recover from the interrupted build: %w", err)
 	}
 	return nil
+}
+
+// recoverGitLocks removes the lock files git left when a build was killed
+// inside one of its git steps (gitws.Repo.RecoverGitLocks decides), so
+// that the restore and the build's own git do not stop at them; a lock it
+// may not remove is a refusal that says what to do.
+func (b *builder) recoverGitLocks(journal bool) error {
+	removed, err := b.repo.RecoverGitLocks(journal, time.Now())
+	if len(removed) > 0 {
+		b.progress("build: removed the lock files git left when the previous build was killed: %s", strings.Join(b.repo.RelPaths(removed), ", "))
+	}
+	var young *gitws.YoungLockError
+	var held *gitws.GitLockError
+	if errors.As(err, &young) || errors.As(err, &held) {
+		return refusef("repository %s: %v", b.repo.Root, err)
+	}
+	if err != nil {
+		return fmt.Errorf("repository %s: %w", b.repo.Root, err)
+	}
+	return nil
+}
+
+// gitStep runs f, which runs git to write the repository, with a note in
+// the git directory that says so (gitws.Repo.RecordGitStep): if the build
+// is killed inside it, the next build knows the lock files git left are
+// its own. branch is the one f may lock, when not HEAD's.
+func (b *builder) gitStep(step, branch string, f func() error) error {
+	if err := b.repo.RecordGitStep(gitws.GitStep{Step: step, Branch: branch}); err != nil {
+		return err
+	}
+	err := f()
+	if cerr := b.repo.ClearGitStep(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return err
 }
 
 // Tool is how a build's attempts sign the journal.

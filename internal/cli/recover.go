@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/gitws"
 )
 
 type recoverOptions struct {
@@ -40,7 +45,10 @@ the paths about to be written and backups of the ignored files they replace, and
 process group of the command running. 'factory run' refuses a repository with a journal.
 'factory recover' kills the recorded command's process group if it still runs (only if
 it is the same process), restores the baseline exactly as a rollback does, and removes
-the journal. Without a journal it says so and changes nothing. With --json it prints
+the journal. First go the lock files git leaves when it is killed (index.lock, HEAD.lock,
+the branch's): at once when factory noted that it died inside a git step of its own, else,
+with a journal, once they are 10 s old. Without a journal or such a note it says so and
+changes nothing. With --json it prints
 {"found": ..., "tool": ..., "run_dir": ..., "killed": ..., "rollback": {...}} instead.
 
 Exit codes: 0 recovered, or nothing to recover; 2 refused (not a repository, another
@@ -55,10 +63,11 @@ so it can be run again).`,
 			if o.quiet {
 				progress = nil
 			}
-			res, err := factory.Recover(cmd.Context(), o.repo, progress)
+			res, err := recoverRepo(cmd.Context(), o.repo, progress)
 			var pre *factory.PreflightError
+			var refused *usageError
 			switch {
-			case errors.As(err, &pre):
+			case errors.As(err, &pre), errors.As(err, &refused):
 				return err
 			case err != nil:
 				return &internalError{err: fmt.Errorf("recover %s: %w (the journal is kept; run 'factory recover' again once the cause is fixed)", o.repo, err)}
@@ -91,4 +100,51 @@ func noArgs(name string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// recoverRepo is factory.Recover with the git lock files a killed factory
+// left removed first (gitws.Repo.RecoverGitLocks decides which), so that
+// the restore does not stop at git's "Another git process seems to be
+// running". Refusals are usage errors or *factory.PreflightError.
+func recoverRepo(ctx context.Context, dir string, progress io.Writer) (factory.RecoverResult, error) {
+	say := func(format string, args ...any) {
+		if progress != nil {
+			fmt.Fprintf(progress, format+"\n", args...)
+		}
+	}
+	repo, err := gitws.Open(ctx, dir)
+	if err != nil {
+		return factory.RecoverResult{}, usagef("--repo: %v", err)
+	}
+	lock, err := repo.Lock()
+	if err != nil {
+		return factory.RecoverResult{}, usagef("repository %s: %v", repo.Root, err)
+	}
+	defer lock.Unlock()
+	_, found, err := factory.JournalTool(repo)
+	if err != nil {
+		return factory.RecoverResult{}, err
+	}
+	removed, err := repo.RecoverGitLocks(found, time.Now())
+	if len(removed) > 0 {
+		say("recover: removed the lock files git left when factory was killed: %s", strings.Join(repo.RelPaths(removed), ", "))
+	}
+	var young *gitws.YoungLockError
+	var held *gitws.GitLockError
+	switch {
+	case errors.As(err, &held) && !found:
+		say("recover: note: %v", err) // not ours to remove, and nothing to restore
+	case errors.As(err, &young):
+		return factory.RecoverResult{}, usagef("repository %s: %v", repo.Root, err)
+	case err != nil:
+		return factory.RecoverResult{}, err
+	}
+	if !found {
+		return factory.RecoverResult{}, nil
+	}
+	if err := repo.RecordGitStep(gitws.GitStep{Step: "recover"}); err != nil {
+		return factory.RecoverResult{}, err
+	}
+	res, err := factory.RecoverHeld(ctx, repo, progress)
+	return res, errors.Join(err, repo.ClearGitStep())
 }

@@ -25,6 +25,7 @@ import (
 const (
 	journalFile = "journal.json"
 	commandFile = "command.json"
+	gitStepFile = "git-step.json"
 )
 
 // journalSumPrefix starts the journal's last line, the SHA-256 of the JSON
@@ -200,10 +201,76 @@ func (r *Repo) RecordedCommand() (RunningCommand, bool, error) {
 	return c, true, nil
 }
 
-// RemoveJournal deletes the journal and the running-command note, the
-// journal last, so that a crash in between still leaves it to be found.
+// GitStep is a step in which a factory process runs git to write the
+// repository (a commit, a branch switch, a rollback), as RecordGitStep
+// notes it. Git takes its locks by creating files (index.lock, HEAD.lock,
+// refs/heads/<branch>.lock) and leaves them when it is killed; a note left
+// behind says those files are the leftovers of a factory that died inside
+// the step, not the locks of a git at work (see RecoverGitLocks).
+type GitStep struct {
+	Step   string `json:"step"`   // what the step does: "commit", "switch branch", ...
+	Branch string `json:"branch"` // the branch whose ref it may lock; "" for none
+	PID    int    `json:"pid"`    // the process that runs it
+}
+
+// RecordGitStep notes that this process is about to run git step s (its
+// Branch, when empty, is the branch HEAD is on); ClearGitStep forgets it.
+// The caller holds the repository Lock and clears the note as soon as the
+// step returns, success or failure. Like the running-command note it is
+// not synced to disk: it must outlive a killed process, and after a crash
+// of the machine every git lock is at least as old as the reboot, which
+// RecoverGitLocks's age check (with a journal) takes for stale anyway.
+func (r *Repo) RecordGitStep(s GitStep) error {
+	if s.Branch == "" {
+		s.Branch = r.headBranch()
+	}
+	s.PID = os.Getpid()
+	data, err := artifact.MarshalJSON(s)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(r.factoryPath(gitStepFile)), 0o755)
+	}
+	if err == nil {
+		err = artifact.ReplaceFile(r.factoryPath(gitStepFile), data, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("note the git step %q: %w", s.Step, err)
+	}
+	return nil
+}
+
+// ClearGitStep forgets the git step RecordGitStep noted.
+func (r *Repo) ClearGitStep() error {
+	if err := os.Remove(r.factoryPath(gitStepFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear the git step note: %w", err)
+	}
+	return nil
+}
+
+// RecordedGitStep returns the git step noted as running, if any.
+func (r *Repo) RecordedGitStep() (GitStep, bool, error) {
+	var s GitStep
+	p := r.factoryPath(gitStepFile)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &s)
+	}
+	if err != nil {
+		return GitStep{}, false, fmt.Errorf("read the git step note %s: %w (remove it once no factory and no git runs in this repository)", p, err)
+	}
+	return s, true, nil
+}
+
+// RemoveJournal deletes the journal and the notes of the running command
+// and git step, the journal last, so that a crash in between still leaves
+// it to be found.
 func (r *Repo) RemoveJournal() error {
 	if err := r.ClearCommand(); err != nil {
+		return err
+	}
+	if err := r.ClearGitStep(); err != nil {
 		return err
 	}
 	if err := os.Remove(r.JournalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -288,16 +355,17 @@ type entryJSON struct {
 	Size   int64       `json:"size"`
 	Mtime  time.Time   `json:"mtime"`
 	Target string      `json:"target,omitempty"`
+	Change string      `json:"change,omitempty"`
 	Data   []byte      `json:"data,omitempty"`
 	Backed bool        `json:"backed"`
 }
 
 func toEntryJSON(p string, e *entry) entryJSON {
-	return entryJSON{Path: p, Mode: e.mode, Size: e.size, Mtime: e.mtime, Target: e.target, Data: e.data, Backed: e.backed}
+	return entryJSON{Path: p, Mode: e.mode, Size: e.size, Mtime: e.mtime, Target: e.target, Change: e.change, Data: e.data, Backed: e.backed}
 }
 
 func (j entryJSON) entry() entry {
-	return entry{mode: j.Mode, size: j.Size, mtime: j.Mtime, target: j.Target, data: j.Data, backed: j.Backed}
+	return entry{mode: j.Mode, size: j.Size, mtime: j.Mtime, target: j.Target, change: j.Change, data: j.Data, backed: j.Backed}
 }
 
 // MarshalJSON encodes b with everything Rollback needs.
