@@ -113,19 +113,22 @@ func (s *Server) Close() {
 
 func (s *Server) stop() { s.stopOnce.Do(func() { close(s.stopped) }) }
 
-// track starts a call: its context also ends when the server stops. done
-// ends it.
+// track starts a call. Its context ends when the client cancels the call
+// or goes away, or when the server stops, with a cause that says so (a
+// build's summary and log carry it); done ends it.
 func (s *Server) track(ctx context.Context) (context.Context, func()) {
 	s.calls.Add(1)
-	ctx, cancel := context.WithCancelCause(ctx)
+	call, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	go func() {
 		select {
 		case <-s.stopped:
-			cancel(errors.New("interrupted: the MCP client disconnected"))
+			cancel(errors.New("interrupted: the MCP session ended"))
 		case <-ctx.Done():
+			cancel(fmt.Errorf("interrupted: the MCP client cancelled the call or disconnected (%v)", context.Cause(ctx)))
+		case <-call.Done():
 		}
 	}()
-	return ctx, func() { cancel(nil); s.calls.Done() }
+	return call, func() { cancel(nil); s.calls.Done() }
 }
 
 func (s *Server) logf(format string, args ...any) {

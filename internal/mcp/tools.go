@@ -331,6 +331,7 @@ func (s *Server) build(ctx context.Context, req *sdk.CallToolRequest, a BuildArg
 	if err != nil && sum.Error == "" {
 		sum.Error = s.o.Redact(err.Error())
 	}
+	s.logf("%s: %s: verdict %s %s", ToolBuild, bo.Repo, sum.Verdict, sum.Error)
 	return textResult(buildLines(sum)...), sum, nil
 }
 
