@@ -6,10 +6,12 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,10 +86,15 @@ func runMCP(ctx context.Context, env Env, o *mcpOptions) error {
 	if _, err := o.sandbox.request(env); err != nil {
 		return err
 	}
+	// Everything the server logs (stdout is the protocol's) is redacted,
+	// the model clients' retry lines included.
 	red := redact.New(os.Environ())
+	logw := &lockedWriter{w: red.Writer(env.Stderr)}
+	menv := env
+	menv.Stderr = logw
 	srv, err := mcp.New(mcp.Options{
-		Roots: o.roots, Connect: mcpConnect(env, o.sandbox), Version: version.Read().Version,
-		Redact: red.String, Log: red.Writer(env.Stderr),
+		Roots: o.roots, Connect: mcpConnect(menv, o.sandbox), Version: version.Read().Version,
+		Redact: red.String, Log: logw,
 	})
 	if err != nil {
 		return usagef("%v", err)
@@ -134,6 +141,18 @@ func serveMCPHTTP(ctx context.Context, env Env, o *mcpOptions, srv *mcp.Server) 
 		}
 	}
 	return nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // requireToken refuses a request without the token ("" requires none) in

@@ -19,7 +19,8 @@ func newVersionCmd(env Env) *cobra.Command {
 		Use:   "version [--json]",
 		Short: "Print what factory binary this is: version, commit, Go version, platform",
 		Long: `Print the version of this binary from the build information Go embeds: the module
-version (v1.2.3 when installed with 'go install ...@v1.2.3', else devel), the VCS commit,
+version (v1.2.3 when installed with 'go install ...@v1.2.3'; built in a git checkout, the
+pseudo-version Go derives from the commit; devel when none was recorded), the VCS commit,
 its time and whether the work tree had uncommitted changes (when the build recorded them),
 the Go version and the OS/architecture. 'factory --version' prints the same line.
 
