@@ -324,11 +324,7 @@ func (b *builder) recover(ctx context.Context) error {
 		return nil
 	}
 	b.progress("build: the previous build was cut off in the middle of an attempt; recovering")
-	err = b.gitStep("recover", "", func() error {
-		_, err := factory.RecoverHeld(ctx, b.repo, b.o.Progress)
-		return err
-	})
-	if err != nil {
+	if _, err := factory.RecoverHeld(ctx, b.repo, b.o.Progress); err != nil {
 		return fmt.Errorf("recover from the interrupted build: %w", err)
 	}
 	return nil
@@ -352,21 +348,6 @@ func (b *builder) recoverGitLocks(journal bool) error {
 		return fmt.Errorf("repository %s: %w", b.repo.Root, err)
 	}
 	return nil
-}
-
-// gitStep runs f, which runs git to write the repository, with a note in
-// the git directory that says so (gitws.Repo.RecordGitStep): if the build
-// is killed inside it, the next build knows the lock files git left are
-// its own. branch is the one f may lock, when not HEAD's.
-func (b *builder) gitStep(step, branch string, f func() error) error {
-	if err := b.repo.RecordGitStep(gitws.GitStep{Step: step, Branch: branch}); err != nil {
-		return err
-	}
-	err := f()
-	if cerr := b.repo.ClearGitStep(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
-	return err
 }
 
 // Tool is how a build's attempts sign the journal.

@@ -37,29 +37,6 @@ func touch(t *testing.T, paths ...string) {
 	}
 }
 
-// The note of a git step lives exactly as long as the step, whatever the
-// step returns.
-func TestGitStepNote(t *testing.T) {
-	repo := gitStepRepo(t)
-	b := &builder{repo: repo}
-	fail := errors.New("git failed")
-	for _, want := range []error{nil, fail} {
-		err := b.gitStep("switch branch", "factory/p2", func() error {
-			s, noted, err := repo.RecordedGitStep()
-			if !noted || err != nil || s.Step != "switch branch" || s.Branch != "factory/p2" || s.PID != os.Getpid() {
-				t.Errorf("during the step: %+v, noted %v, %v", s, noted, err)
-			}
-			return want
-		})
-		if !errors.Is(err, want) || (want == nil && err != nil) {
-			t.Errorf("gitStep returned %v, want %v", err, want)
-		}
-		if _, noted, _ := repo.RecordedGitStep(); noted {
-			t.Errorf("the note outlived the step (which returned %v)", want)
-		}
-	}
-}
-
 // A build killed while it switched to its branch left git's locks and the
 // note, but no journal: the next build removes them, young as they are.
 // A lock without either is not the build's: it refuses with its own advice.

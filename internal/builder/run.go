@@ -37,7 +37,7 @@ func (b *builder) runAll(ctx context.Context) error {
 		b.sum.Verdict = verdictOf(err)
 		return err
 	}
-	if err := b.gitStep("switch branch", b.sum.Branch, func() error { return b.repo.SwitchBranch(ctx, b.sum.Branch, b.base) }); err != nil {
+	if err := b.repo.DuringGitStep(gitws.GitStep{Step: "switch branch", Branch: b.sum.Branch}, func() error { return b.repo.SwitchBranch(ctx, b.sum.Branch, b.base) }); err != nil {
 		b.sum.Verdict = VerdictError
 		return err
 	}
@@ -307,20 +307,22 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 // what the commands left behind that is neither committed nor a baseline
 // ignored file, so the next work order starts from a clean tree, and last
 // removes the attempt's journal. Its git steps run under a note in the git
-// directory (gitStep): a build killed inside them leaves git's lock files,
-// which the next build then removes before it undoes the attempt.
+// directory (gitws.Repo.DuringGitStep): a build killed inside them leaves
+// git's lock files, which the next build then removes before it undoes the
+// attempt.
 func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factory.Result) (commit string, err error) {
+	err = b.repo.DuringGitStep(gitws.GitStep{Step: "commit " + wo.ID}, func() error {
+		commit, err = b.commitNoted(ctx, wo, res)
+		return err
+	})
+	return commit, err
+}
+
+// commitNoted is commit, under its note.
+func (b *builder) commitNoted(ctx context.Context, wo workorder.WorkOrder, res factory.Result) (string, error) {
 	msg := fmt.Sprintf("factory: %s %s\n\n%s: %s\n%s: %s\n%s: %s\n", wo.ID, oneLine(wo.Title),
 		TrailerWorkOrder, wo.ID, TrailerRunID, res.RunID, TrailerPlan, b.sum.PlanHash)
-	if err := b.repo.RecordGitStep(gitws.GitStep{Step: "commit " + wo.ID}); err != nil {
-		return "", fmt.Errorf("commit %s: %w", wo.ID, err)
-	}
-	defer func() { // RemoveJournal clears it too
-		if cerr := b.repo.ClearGitStep(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	commit, err = b.repo.CommitStaged(ctx, res.Baseline, res.Touched, msg)
+	commit, err := b.repo.CommitStaged(ctx, res.Baseline, res.Touched, msg)
 	if err != nil {
 		return "", fmt.Errorf("commit %s: %w", wo.ID, err)
 	}

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +20,15 @@ import (
 
 // referenceBuild runs the three-order plan uninterrupted in a fresh
 // repository and returns it, its HEAD, its branch and its build duration.
-func referenceBuild(t *testing.T) (repo, head, branch string, took time.Duration) {
+// With slow, it builds the slow plan (newSlowBuildFixture), released from
+// the start.
+func referenceBuild(t *testing.T, slow bool) (repo, head, branch string, took time.Duration) {
 	t.Helper()
 	f := newBuildFixture(t, buildPlan(""))
+	if slow {
+		f = newSlowBuildFixture(t)
+		f.release(t)
+	}
 	start := time.Now()
 	res := f.build(t, llmtest.StartRouted(t, newRoutes(passingReplies).route).URL)
 	took = time.Since(start)
@@ -49,49 +55,61 @@ func startBuild(t *testing.T, f *buildFixture, url string) *startedBuild {
 	return b
 }
 
-// killWhen SIGKILLs the build as soon as cond holds, polling without a
-// pause (the git steps it aims at last milliseconds), and waits for it to
-// die; false means the build ended first.
-func (b *startedBuild) killWhen(cond func() bool) bool {
-	for {
-		select {
-		case <-b.done:
-			return false
-		default:
-		}
-		if cond() {
-			b.cmd.Process.Kill()
-			<-b.done
-			return true
-		}
-	}
-}
-
-// journalOf reports whether the attempt journal in repo is work order wo's.
-func journalOf(repo, wo string) bool {
-	data, err := os.ReadFile(filepath.Join(repo, ".git", "factory", "journal.json"))
-	return err == nil && bytes.Contains(data, []byte("/"+wo+"/"))
-}
-
-// killInCommit starts a build of a fresh fixture and kills it inside work
-// order wo's commit, once lock (relative to .git) exists; it tries again
-// with a new fixture when the polling missed the lock (git update-ref
-// holds the branch's for about a millisecond) or the kill landed after the
-// commit let go of index.lock.
-func killInCommit(t *testing.T, wo, lock string) (f *buildFixture, url string, routes *routeWorkOrders) {
+// cutInCommit leaves f's repository exactly as a build SIGKILLed inside
+// WO-02's commit leaves it (racing for the milliseconds git holds its
+// locks made the test depend on the machine's load): it kills a build of
+// the slow plan while WO-02's acceptance command waits (WO-02's journal
+// written, its files in the tree), then makes what the commit had made by
+// then. state is one of
+//   - "index.lock": factory staged the new index in index.lock, git
+//     commit-tree runs;
+//   - "ref locks": git update-ref also holds HEAD.lock and the branch's lock;
+//   - "branch moved": update-ref moved the branch to the commit (msg, as
+//     the uninterrupted build wrote it), index.lock not yet renamed;
+//
+// and with noted the note of the commit step (gitws.GitStep) is there, as
+// the build writes it before committing. It releases WO-02 for the next
+// build.
+func cutInCommit(t *testing.T, state, branch, msg string, noted bool) (*buildFixture, string, *routeWorkOrders) {
 	t.Helper()
-	for range 5 {
-		f = newBuildFixture(t, buildPlan(""))
-		routes = newRoutes(passingReplies)
-		url = llmtest.StartRouted(t, routes.route).URL
-		b := startBuild(t, f, url)
-		dotGit := filepath.Join(f.repo, ".git")
-		if b.killWhen(func() bool { return exists(filepath.Join(dotGit, lock)) && journalOf(f.repo, wo) }) && exists(filepath.Join(dotGit, "index.lock")) {
-			return f, url, routes
-		}
+	f := newSlowBuildFixture(t)
+	routes := newRoutes(passingReplies)
+	url := llmtest.StartRouted(t, routes.route).URL
+	b := startBuild(t, f, url)
+	waitFor(t, "WO-02's slow command", func() bool {
+		return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) && exists(filepath.Join(f.repo, startedFile))
+	})
+	b.cmd.Process.Kill()
+	<-b.done
+	dotGit := filepath.Join(f.repo, ".git")
+	if err := os.Remove(filepath.Join(dotGit, "factory", "command.json")); err != nil { // the command had ended
+		t.Fatal(err)
 	}
-	t.Fatalf("five builds: none was killed inside %s's commit with %s held", wo, lock)
-	return nil, "", nil
+	index, err := os.ReadFile(filepath.Join(dotGit, "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dotGit, map[string]string{"index.lock": string(index)})
+	staged := []string{"GIT_INDEX_FILE=" + filepath.Join(dotGit, "index.lock")}
+	gitWith(t, f.repo, staged, "update-index", "--add", "calc.py", "tests/test_multiply.py")
+	refLock := filepath.Join("refs", "heads", filepath.FromSlash(branch)+".lock")
+	switch state {
+	case "index.lock":
+	case "ref locks":
+		writeFiles(t, dotGit, map[string]string{"HEAD.lock": "", refLock: git(t, f.repo, "rev-parse", "HEAD") + "\n"})
+	case "branch moved":
+		commit := gitWith(t, f.repo, nil, "commit-tree", gitWith(t, f.repo, staged, "write-tree"), "-p", "HEAD", "-m", msg)
+		git(t, f.repo, "update-ref", "refs/heads/"+branch, commit)
+		writeFiles(t, dotGit, map[string]string{"HEAD.lock": "ref: refs/heads/" + branch + "\n"})
+	default:
+		t.Fatalf("no state %q", state)
+	}
+	if noted {
+		note, _ := json.Marshal(map[string]any{"step": "commit WO-02", "branch": branch, "pid": b.cmd.Process.Pid})
+		writeFiles(t, dotGit, map[string]string{"factory/git-step.json": string(note)})
+	}
+	f.release(t)
+	return f, url, routes
 }
 
 // checkFinished checks a build after a kill: exit 0, no git advice, and
@@ -113,26 +131,23 @@ func checkFinished(t *testing.T, f *buildFixture, res runOut, refHead string) {
 }
 
 func TestBuildKilledInCommit(t *testing.T) {
-	refRepo, refHead, branch, _ := referenceBuild(t)
+	refRepo, refHead, branch, _ := referenceBuild(t, true)
+	refMsg := git(t, refRepo, "log", "-1", "--format=%B", "HEAD~1")
 	refLock := filepath.Join("refs", "heads", filepath.FromSlash(branch)+".lock")
 
-	// Genuine kills: while factory holds index.lock for the commit (git
-	// commit-tree runs), and while git update-ref holds the branch's lock
-	// too. (The subtests below kill WO-01 and WO-02 at index.lock and WO-01
-	// at the branch's lock.)
-	for _, at := range []struct{ wo, lock string }{{"WO-02", refLock}, {"WO-03", "index.lock"}, {"WO-03", refLock}} {
-		t.Run(at.wo+" "+filepath.Base(at.lock), func(t *testing.T) {
-			f, url, routes := killInCommit(t, at.wo, at.lock)
+	// The kill inside each step of the commit: the same command again
+	// removes git's locks, undoes the attempt (the commit too, when the
+	// branch had moved) and asks for WO-02 once more; the commit it then
+	// makes is the same object.
+	for _, state := range []string{"index.lock", "ref locks", "branch moved"} {
+		t.Run(state, func(t *testing.T) {
+			f, url, routes := cutInCommit(t, state, branch, refMsg, true)
 			res := f.build(t, url)
 			if !strings.Contains(res.stderr, "removed the lock files git left") || !strings.Contains(res.stderr, "recovering") {
 				t.Errorf("the build did not say it recovered:\n%s", res.stderr)
 			}
 			checkFinished(t, f, res, refHead)
-			for _, id := range []string{"WO-01", "WO-02", "WO-03"} {
-				want := 1
-				if id == at.wo {
-					want = 2 // its attempt, commit included, was undone
-				}
+			for id, want := range map[string]int{"WO-01": 1, "WO-02": 2, "WO-03": 1} {
 				if n := routes.count(id); n != want {
 					t.Errorf("%s asked %d times, want %d", id, n, want)
 				}
@@ -140,26 +155,9 @@ func TestBuildKilledInCommit(t *testing.T) {
 		})
 	}
 
-	// The state of a kill after git update-ref moved the branch and before
-	// factory renamed index.lock over the index, made exactly: the commit
-	// exists and the branch points at it, index.lock and HEAD.lock remain.
-	t.Run("branch moved, index not", func(t *testing.T) {
-		f, url, _ := killInCommit(t, "WO-02", "index.lock")
-		dotGit := filepath.Join(f.repo, ".git")
-		msg := git(t, refRepo, "log", "-1", "--format=%B", "HEAD~1")
-		tree := gitWith(t, f.repo, []string{"GIT_INDEX_FILE=" + filepath.Join(dotGit, "index.lock")}, "write-tree")
-		commit := gitWith(t, f.repo, nil, "commit-tree", tree, "-p", "HEAD", "-m", msg)
-		if commit != git(t, refRepo, "rev-parse", "HEAD~1") {
-			t.Fatalf("the hand-made commit %s is not the reference's WO-02 commit", commit)
-		}
-		git(t, f.repo, "update-ref", "refs/heads/"+branch, commit)
-		writeFiles(t, dotGit, map[string]string{"HEAD.lock": "ref: refs/heads/" + branch + "\n"})
-		checkFinished(t, f, f.build(t, url), refHead)
-	})
-
 	// factory recover does the same for the kill inside the commit.
 	t.Run("factory recover", func(t *testing.T) {
-		f, url, _ := killInCommit(t, "WO-01", refLock)
+		f, url, _ := cutInCommit(t, "ref locks", branch, refMsg, true)
 		rec := runFactory(t, nil, "recover", "--repo", f.repo)
 		if rec.code != ExitPass || !strings.Contains(rec.stderr, "removed the lock files git left") || strings.Contains(rec.stderr, "Another git process") {
 			t.Fatalf("recover: exit %d\n%s%s", rec.code, rec.stdout, rec.stderr)
@@ -172,21 +170,20 @@ func TestBuildKilledInCommit(t *testing.T) {
 	// leftover (a git may hold it): the build refuses with its own advice
 	// and changes nothing; once the lock is stale, the build removes it.
 	t.Run("journal without the note", func(t *testing.T) {
-		f, url, _ := killInCommit(t, "WO-01", "index.lock")
+		f, url, _ := cutInCommit(t, "ref locks", branch, refMsg, false)
 		dotGit := filepath.Join(f.repo, ".git")
-		if err := os.Remove(filepath.Join(dotGit, "factory", "git-step.json")); err != nil {
-			t.Fatal(err)
-		}
 		before := treeSnapshot(t, f.repo)
-		delete(before, ".git/factory/lock") // the killed build's; the refusing one removes it
 		res := f.build(t, url)
 		if res.code != ExitUsage || !strings.Contains(res.stderr, "a git process may still hold it; wait for it to finish") || strings.Contains(res.stderr, "Another git process") {
 			t.Fatalf("young lock without the note: exit %d, want %d with factory's advice\n%s", res.code, ExitUsage, res.stderr)
 		}
-		sameTree(t, before, treeSnapshot(t, f.repo))
+		after := treeSnapshot(t, f.repo)
+		delete(before, ".git/factory/lock") // the killed build's; the refusing one removes it
+		delete(after, ".git/factory/lock")
+		sameTree(t, before, after)
 		old := time.Now().Add(-time.Minute)
-		for _, lock := range []string{"index.lock", "HEAD.lock", refLock} { // the kill may land in update-ref
-			if err := os.Chtimes(filepath.Join(dotGit, lock), old, old); err != nil && !os.IsNotExist(err) {
+		for _, lock := range []string{"index.lock", "HEAD.lock", refLock} {
+			if err := os.Chtimes(filepath.Join(dotGit, lock), old, old); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -223,7 +220,7 @@ func gitWith(t *testing.T, dir string, env []string, args ...string) string {
 // and runs the same command again at once: each finishes with the
 // uninterrupted build's history.
 func TestBuildKillLoop(t *testing.T) {
-	_, refHead, _, took := referenceBuild(t)
+	_, refHead, _, took := referenceBuild(t, false)
 	const kills = 12
 	for i := range kills {
 		delay := took * time.Duration(i+1) / kills

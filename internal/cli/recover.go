@@ -142,9 +142,5 @@ func recoverRepo(ctx context.Context, dir string, progress io.Writer) (factory.R
 	if !found {
 		return factory.RecoverResult{}, nil
 	}
-	if err := repo.RecordGitStep(gitws.GitStep{Step: "recover"}); err != nil {
-		return factory.RecoverResult{}, err
-	}
-	res, err := factory.RecoverHeld(ctx, repo, progress)
-	return res, errors.Join(err, repo.ClearGitStep())
+	return factory.RecoverHeld(ctx, repo, progress)
 }

@@ -434,7 +434,14 @@ func (r *Run) rollback(ctx context.Context, a *attempt) (RollbackRecord, error) 
 // file the harness saved; on failure the journal stays for `factory recover`.
 func rollbackTo(ctx context.Context, repo *gitws.Repo, b gitws.Baseline, u undo) (RollbackRecord, error) {
 	var errs []error
-	report, err := repo.Rollback(ctx, b)
+	// Under a note: killed inside git's reset, the lock files git leaves
+	// are known to be factory's, and the next run removes them.
+	var report gitws.RollbackReport
+	err := repo.DuringGitStep(gitws.GitStep{Step: "rollback"}, func() error {
+		var err error
+		report, err = repo.Rollback(ctx, b)
+		return err
+	})
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -156,3 +156,26 @@ func writeTestFile(t *testing.T, p, content string, mtime time.Time) {
 		t.Fatal(err)
 	}
 }
+
+// The note of a git step lives exactly as long as the step, whatever the
+// step returns.
+func TestDuringGitStep(t *testing.T) {
+	f := newFixture(t)
+	repo := f.repo
+	fail := errors.New("git failed")
+	for _, want := range []error{nil, fail} {
+		err := repo.DuringGitStep(GitStep{Step: "switch branch", Branch: "factory/p2"}, func() error {
+			s, noted, err := repo.RecordedGitStep()
+			if !noted || err != nil || s.Step != "switch branch" || s.Branch != "factory/p2" || s.PID != os.Getpid() {
+				t.Errorf("during the step: %+v, noted %v, %v", s, noted, err)
+			}
+			return want
+		})
+		if !errors.Is(err, want) || (want == nil && err != nil) {
+			t.Errorf("DuringGitStep returned %v, want %v", err, want)
+		}
+		if _, noted, _ := repo.RecordedGitStep(); noted {
+			t.Errorf("the note outlived the step (which returned %v)", want)
+		}
+	}
+}

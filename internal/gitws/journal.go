@@ -238,6 +238,18 @@ func (r *Repo) RecordGitStep(s GitStep) error {
 	return nil
 }
 
+// DuringGitStep runs f, which runs git to write the repository, under the
+// note of step s (RecordGitStep), and clears the note when f returns: if
+// the process is killed inside f, the next factory knows the lock files
+// git left are its own.
+func (r *Repo) DuringGitStep(s GitStep, f func() error) error {
+	if err := r.RecordGitStep(s); err != nil {
+		return err
+	}
+	err := f()
+	return errors.Join(err, r.ClearGitStep())
+}
+
 // ClearGitStep forgets the git step RecordGitStep noted.
 func (r *Repo) ClearGitStep() error {
 	if err := os.Remove(r.factoryPath(gitStepFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
