@@ -151,6 +151,11 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 	if err := checkNoJournal(repo); err != nil {
 		return nil, err
 	}
+	if opts.Lock == nil { // a build has dealt with them as it started
+		if err := checkGitLocks(repo, opts.Progress); err != nil {
+			return nil, err
+		}
+	}
 	head, err := repo.Head(ctx)
 	if err != nil {
 		if errors.Is(err, gitws.ErrNoCommits) {
@@ -264,6 +269,21 @@ func checkNoJournal(repo *gitws.Repo) error {
 	if found {
 		return preflightf("repository %s holds the journal of a run that was cut off before it could restore the baseline (%s); run 'factory recover --repo %s' first",
 			repo.Root, repo.JournalPath(), repo.Root)
+	}
+	return nil
+}
+
+// checkGitLocks refuses a repository where git's lock files would stop the
+// run's own git (its rollback) half-way, in factory's words rather than
+// git's; it removes those a factory killed inside its own git step left
+// (see gitws.Repo.RecoverGitLocks).
+func checkGitLocks(repo *gitws.Repo, progress io.Writer) error {
+	removed, err := repo.RecoverGitLocks(false, time.Now())
+	if len(removed) > 0 && progress != nil {
+		fmt.Fprintf(progress, "removed the lock files git left when factory was killed: %s\n", strings.Join(repo.RelPaths(removed), ", "))
+	}
+	if err != nil {
+		return preflightf("repository %s: %v", repo.Root, err)
 	}
 	return nil
 }
