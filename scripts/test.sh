@@ -6,6 +6,8 @@
 #   - Debian's chromium, for the web view's browser tests (apt-get; needs root or sudo);
 #   - Debian's gcc, gcc-aarch64-linux-gnu and qemu-user, to rebuild the sandbox's embedded init
 #     and run its arm64 build (apt-get);
+#   - Debian's cmake and make, for the C/C++ projects' default verification (apt-get); rustup's
+#     cargo is looked for in ~/.cargo/bin, where rustup installs it;
 #   - the Temporal CLI, for the dev server the scale-out tests start (go install, ~3 minutes once).
 #
 # Each step is skipped when the component is present, so a second run starts the tests at once.
@@ -17,6 +19,7 @@ export PATH="/usr/local/go/bin:$PATH"
 gobin="$(go env GOBIN)"
 [ -n "$gobin" ] || gobin="$(go env GOPATH)/bin"
 export PATH="$PATH:$gobin"
+[ -d "$HOME/.cargo/bin" ] && export PATH="$PATH:$HOME/.cargo/bin"
 export FACTORY_AGENT_CLIS="${FACTORY_AGENT_CLIS:-$HOME/.cache/factory/agent-clis}"
 
 TEMPORAL_CLI_VERSION=v1.5.1
@@ -46,6 +49,8 @@ if [ "${FACTORY_TEST_NO_INSTALL:-0}" != 1 ]; then
   command -v x86_64-linux-gnu-gcc >/dev/null 2>&1 || missing+=(gcc)
   command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing+=(gcc-aarch64-linux-gnu)
   command -v qemu-aarch64 >/dev/null 2>&1 || missing+=(qemu-user)
+  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+  command -v make >/dev/null 2>&1 || missing+=(make)
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (Debian packages)"
     apt_install "${missing[@]}"
