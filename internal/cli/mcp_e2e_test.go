@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -462,4 +463,92 @@ func TestVersion(t *testing.T) {
 	if bad := runFactory(t, nil, "version", "extra"); bad.code != ExitUsage {
 		t.Errorf("version extra: exit %d", bad.code)
 	}
+}
+
+func TestMCPPlanThenValidate(t *testing.T) {
+	root := t.TempDir()
+	spec := filepath.Join(root, "spec.md")
+	writeFiles(t, root, map[string]string{"spec.md": "A calculator module with add and multiply.\n"})
+	srv := llmtest.StartResponses(t, done(validPlan(t)))
+	c := startMCP(t, []string{"OPENAI_API_KEY=test-key"}, "--root", root)
+	var plan mcp.PlanResult
+	res := c.call(t, mcp.ToolPlan, map[string]any{"spec": "spec.md", "out": "plan", "llm_model": "planner-model",
+		"llm_base_url": srv.URL, "no_review": true}, &plan)
+	if res.IsError {
+		t.Fatalf("plan: %s\n%s", resultText(res), c.stderr())
+	}
+	if plan.PlanDir != filepath.Join(root, "plan") || len(plan.WorkOrders) == 0 || plan.CompileHash == "" || plan.WorkOrders[0].ID != "WO-01" {
+		t.Errorf("plan result %+v", plan)
+	}
+	for _, wo := range plan.WorkOrders {
+		if _, err := os.Stat(wo.File); err != nil {
+			t.Errorf("%s: %v", wo.ID, err)
+		}
+	}
+	if srv.Remaining() != 0 || !strings.Contains(resultText(res), "factory_build with plan_dir="+plan.PlanDir) {
+		t.Errorf("replies left %d; text:\n%s", srv.Remaining(), resultText(res))
+	}
+	var v mcp.ValidateResult
+	if res := c.call(t, mcp.ToolValidate, map[string]any{"plan_dir": plan.PlanDir}, &v); res.IsError || !v.Valid {
+		t.Errorf("validate the written plan: %s", resultText(res))
+	}
+	// Again into the same out: refused, as factory plan refuses, before any model call.
+	res = c.call(t, mcp.ToolPlan, map[string]any{"spec": spec, "out": plan.PlanDir, "llm_model": "planner-model", "llm_base_url": srv.URL}, nil)
+	if !res.IsError || !strings.Contains(resultText(res), "overwrite") {
+		t.Errorf("second plan into the same out: %s", resultText(res))
+	}
+}
+
+func TestMCPHTTPWithToken(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	writeFiles(t, filepath.Dir(tokenFile), map[string]string{"token": "s3cret-token-value\n"})
+	cmd := factoryCmd(t, nil, append([]string{"mcp", "--http", "127.0.0.1:0", "--token-file", tokenFile}, mcpRoots(f)...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &syncBuffer{}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	line := make([]byte, 0, 100)
+	for buf := make([]byte, 1); !strings.HasSuffix(string(line), "\n"); {
+		if _, err := stdout.Read(buf); err != nil {
+			t.Fatalf("reading the URL: %v\n%s", err, cmd.Stderr)
+		}
+		line = append(line, buf[0])
+	}
+	url, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "serving ")
+	if !ok || !strings.HasSuffix(url, "/mcp") {
+		t.Fatalf("first line %q", line)
+	}
+	connect := func(token string) (*sdk.ClientSession, error) {
+		client := sdk.NewClient(&sdk.Implementation{Name: "factory-test", Version: "1"}, nil)
+		hc := &http.Client{Transport: bearer{token}}
+		return client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	}
+	if sess, err := connect("wrong"); err == nil {
+		sess.Close()
+		t.Error("connected with a wrong token")
+	}
+	sess, err := connect("s3cret-token-value")
+	if err != nil {
+		t.Fatalf("connect with the token: %v", err)
+	}
+	defer sess.Close()
+	res, err := sess.CallTool(context.Background(), &sdk.CallToolParams{Name: mcp.ToolValidate, Arguments: map[string]any{"plan_dir": f.plan, "repo": f.repo}})
+	if err != nil || res.IsError {
+		t.Fatalf("validate over HTTP: %v %+v", err, res)
+	}
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
