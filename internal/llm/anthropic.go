@@ -156,6 +156,10 @@ func (c *Anthropic) stream(ctx context.Context, params anthropic.MessageNewParam
 	return nil
 }
 
+// MaxCacheBreakpoints is how many cache_control breakpoints the Messages
+// API accepts in one request.
+const MaxCacheBreakpoints = 4
+
 func anthropicParams(req Request) (p anthropic.MessageNewParams, tool string, err error) {
 	p = anthropic.MessageNewParams{
 		Model:       anthropic.Model(req.Model),
@@ -165,15 +169,51 @@ func anthropicParams(req Request) (p anthropic.MessageNewParams, tool string, er
 	if p.MaxTokens <= 0 {
 		p.MaxTokens = DefaultAnthropicMaxTokens
 	}
+	var user []anthropic.TextBlockParam // the current run of user messages: one turn
+	flush := func() {
+		if len(user) > 0 {
+			blocks := make([]anthropic.ContentBlockParamUnion, len(user))
+			for i := range user {
+				blocks[i] = anthropic.ContentBlockParamUnion{OfText: &user[i]}
+			}
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(blocks...))
+			user = nil
+		}
+	}
 	for _, m := range req.Messages {
 		switch m.Role {
 		case "system":
+			flush()
 			p.System = append(p.System, anthropic.TextBlockParam{Text: m.Content})
 		case "user":
-			p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Content)))
+			user = append(user, anthropic.TextBlockParam{Text: m.Content})
 		default:
 			return p, "", fmt.Errorf("anthropic message role %q is not supported", m.Role)
 		}
+	}
+	flush()
+	// Cache breakpoints, at most MaxCacheBreakpoints: the end of the system
+	// prompt (the tool comes before it, so it is covered too), then the end
+	// of every user segment but the request's last, which holds what
+	// changes between attempts.
+	var breakpoints []*anthropic.CacheControlEphemeralParam
+	if n := len(p.System); n > 0 {
+		breakpoints = append(breakpoints, &p.System[n-1].CacheControl)
+	}
+	var segments []*anthropic.CacheControlEphemeralParam
+	for mi := range p.Messages {
+		for bi := range p.Messages[mi].Content {
+			segments = append(segments, &p.Messages[mi].Content[bi].OfText.CacheControl)
+		}
+	}
+	if len(segments) > 0 {
+		segments = segments[:len(segments)-1]
+	}
+	if room := MaxCacheBreakpoints - len(breakpoints); len(segments) > room {
+		segments = segments[len(segments)-room:] // the latest cover the most
+	}
+	for _, cc := range append(breakpoints, segments...) {
+		*cc = anthropic.NewCacheControlEphemeralParam()
 	}
 	if req.Schema != nil {
 		if t, ok := req.Schema["type"]; ok && t != "object" {
@@ -241,7 +281,8 @@ func anthropicResponse(msg *anthropic.Message, tool string, degraded []string) R
 	}
 	u := msg.Usage
 	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-	r.Usage = Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens}
+	r.Usage = Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
+		CachedInputTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
 	return r.validText()
 }
 

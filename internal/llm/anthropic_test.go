@@ -42,7 +42,7 @@ func TestAnthropicSchemaAsForcedTool(t *testing.T) {
 	got := srv.Requests()[0]
 	wantReq := map[string]any{
 		"model": "m", "max_tokens": float64(DefaultAnthropicMaxTokens), "temperature": 0.0, "stream": true,
-		"system":   []any{map[string]any{"type": "text", "text": "sys"}},
+		"system":   []any{map[string]any{"type": "text", "text": "sys", "cache_control": map[string]any{"type": "ephemeral"}}},
 		"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "do the thing"}}}},
 		"tools": []any{map[string]any{
 			"name": "write_proposal", "description": "Reply by calling this tool; its input is the whole answer.",

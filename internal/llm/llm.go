@@ -12,7 +12,11 @@ import (
 	"github.com/factory-harness/factory/internal/canon"
 )
 
-// Message is one chat message.
+// Message is one chat message. Consecutive user messages are one turn of
+// the conversation split into cache segments, stablest first: the OpenAI
+// clients send them joined (the bytes are the same as one message), the
+// Anthropic client sends one text block each and marks the end of each
+// segment but the last as a cache breakpoint (see anthropicParams).
 type Message struct {
 	Role    string `json:"role"` // "system" or "user"
 	Content string `json:"content"`
@@ -33,6 +37,10 @@ type Request struct {
 	// use them are unchanged.
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	MaxOutputTokens int64  `json:"max_output_tokens,omitempty"`
+	// CacheKey groups the requests of one build for the provider's prompt
+	// cache: OpenAI's prompt_cache_key. It is derived from the build's
+	// identity (never a clock or randomness), so a replay sends the same.
+	CacheKey string `json:"cache_key,omitempty"`
 }
 
 // Hash is the hex SHA-256 of the request's canonical JSON.
@@ -45,11 +53,23 @@ func (r Request) Hash() string {
 	return canon.SHA256Hex(b)
 }
 
-// Usage counts tokens as the server reported them.
+// Usage counts tokens as the server reported them. PromptTokens is the
+// whole input; CachedInputTokens (read from the provider's prompt cache) and
+// CacheWriteTokens (written to it) are parts of it, each priced at its own
+// rate (see Prices.Cost). A provider that reports nothing about caching
+// leaves both 0, and the input is priced as uncached.
 type Usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
+	PromptTokens      int64 `json:"prompt_tokens"`
+	CompletionTokens  int64 `json:"completion_tokens"`
+	TotalTokens       int64 `json:"total_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	CacheWriteTokens  int64 `json:"cache_write_tokens"`
+}
+
+// UncachedInputTokens is the input neither read from nor written to a
+// cache, never negative (a server's parts may not add up).
+func (u Usage) UncachedInputTokens() int64 {
+	return max(u.PromptTokens-u.CachedInputTokens-u.CacheWriteTokens, 0)
 }
 
 // Response is a model reply.

@@ -14,6 +14,11 @@ type Tally struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
 	TotalTokens      int64 `json:"total_tokens"`
+	// CachedInputTokens (cache reads) and CacheWriteTokens are the parts of
+	// PromptTokens the providers reported as read from and written to their
+	// prompt caches.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	CacheWriteTokens  int64 `json:"cache_write_tokens"`
 	// CostUSD is the estimated cost of the calls whose model has a price;
 	// UnpricedCalls counts the others, whose cost is unknown.
 	CostUSD       float64 `json:"cost_usd"`
@@ -33,21 +38,33 @@ func (t Tally) Cost() *float64 {
 	return &c
 }
 
-// Add is t plus u.
-func (t Tally) Add(u Tally) Tally {
-	return Tally{
-		Calls: t.Calls + u.Calls, PromptTokens: t.PromptTokens + u.PromptTokens,
-		CompletionTokens: t.CompletionTokens + u.CompletionTokens, TotalTokens: t.TotalTokens + u.TotalTokens,
-		CostUSD: t.CostUSD + u.CostUSD, UnpricedCalls: t.UnpricedCalls + u.UnpricedCalls,
+// CacheHitRate is the share of the input read from a prompt cache
+// (cached ÷ input), 0 when there was no input.
+func (t Tally) CacheHitRate() float64 { return hitRate(t.CachedInputTokens, t.PromptTokens) }
+
+// CacheHitRate is the share of the input read from a prompt cache.
+func (u Usage) CacheHitRate() float64 { return hitRate(u.CachedInputTokens, u.PromptTokens) }
+
+func hitRate(cached, input int64) float64 {
+	if input <= 0 {
+		return 0
 	}
+	return float64(cached) / float64(input)
 }
 
+// Add is t plus u.
+func (t Tally) Add(u Tally) Tally { return t.plus(u, 1) }
+
 // Sub is t minus an earlier snapshot s of the same meter.
-func (t Tally) Sub(s Tally) Tally {
+func (t Tally) Sub(s Tally) Tally { return t.plus(s, -1) }
+
+// plus is t + sign×u, field by field.
+func (t Tally) plus(u Tally, sign int64) Tally {
 	return Tally{
-		Calls: t.Calls - s.Calls, PromptTokens: t.PromptTokens - s.PromptTokens,
-		CompletionTokens: t.CompletionTokens - s.CompletionTokens, TotalTokens: t.TotalTokens - s.TotalTokens,
-		CostUSD: t.CostUSD - s.CostUSD, UnpricedCalls: t.UnpricedCalls - s.UnpricedCalls,
+		Calls: t.Calls + sign*u.Calls, PromptTokens: t.PromptTokens + sign*u.PromptTokens,
+		CompletionTokens: t.CompletionTokens + sign*u.CompletionTokens, TotalTokens: t.TotalTokens + sign*u.TotalTokens,
+		CachedInputTokens: t.CachedInputTokens + sign*u.CachedInputTokens, CacheWriteTokens: t.CacheWriteTokens + sign*u.CacheWriteTokens,
+		CostUSD: t.CostUSD + float64(sign)*u.CostUSD, UnpricedCalls: t.UnpricedCalls + sign*u.UnpricedCalls,
 	}
 }
 
@@ -229,6 +246,8 @@ func (m *Meter) complete(ctx context.Context, model Model, req Request) (Respons
 	m.total.PromptTokens += resp.Usage.PromptTokens
 	m.total.CompletionTokens += resp.Usage.CompletionTokens
 	m.total.TotalTokens += resp.Usage.TotalTokens
+	m.total.CachedInputTokens += resp.Usage.CachedInputTokens
+	m.total.CacheWriteTokens += resp.Usage.CacheWriteTokens
 	if usd, ok := m.cost(req.Model, resp.Model, resp.Usage); ok {
 		m.total.CostUSD += usd
 	} else if err == nil || resp.Usage.TotalTokens > 0 {
@@ -260,7 +279,7 @@ func (m *Meter) cost(requested, reported string, u Usage) (float64, bool) {
 func (m *Meter) reserve(req Request) (Tally, error) {
 	prompt, output := EstimateTokens(req)
 	est := Tally{PromptTokens: prompt, CompletionTokens: output, TotalTokens: prompt + output}
-	usd, priced := m.prices.Cost(req.Model, Usage{PromptTokens: prompt, CompletionTokens: output})
+	usd, priced := m.prices.Estimate(req.Model, prompt, output)
 	est.CostUSD = usd
 	m.mu.Lock()
 	defer m.mu.Unlock()

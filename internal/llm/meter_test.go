@@ -23,14 +23,14 @@ func TestPricesLookup(t *testing.T) {
 		want  Price
 		known bool
 	}{
-		{"gpt-4.1", Price{2, 8}, true},
-		{"gpt-4.1-2025-04-14", Price{2, 8}, true}, // dated OpenAI snapshot
-		{"gpt-4.1-mini", Price{0.4, 1.6}, true},   // its own entry, not gpt-4.1's
-		{"gpt-4.1-mini-2025-04-14", Price{0.4, 1.6}, true},
-		{"claude-sonnet-4-5-20250929", Price{3, 15}, true}, // dated Anthropic snapshot
-		{"claude-3-5-haiku-latest", Price{0.8, 4}, true},
-		{"claude-opus-4-20250514", Price{15, 75}, true},
-		{"gpt-5.2-codex", Price{1.75, 14}, true},
+		{"gpt-4.1", openaiPrice(2, 8, 0.5), true},
+		{"gpt-4.1-2025-04-14", openaiPrice(2, 8, 0.5), true}, // dated OpenAI snapshot
+		{"gpt-4.1-mini", openaiPrice(0.4, 1.6, 0.1), true},   // its own entry, not gpt-4.1's
+		{"gpt-4.1-mini-2025-04-14", openaiPrice(0.4, 1.6, 0.1), true},
+		{"claude-sonnet-4-5-20250929", anthropicPrice(3, 15), true}, // dated Anthropic snapshot
+		{"claude-3-5-haiku-latest", anthropicPrice(0.8, 4), true},
+		{"claude-opus-4-20250514", anthropicPrice(15, 75), true},
+		{"gpt-5.2-codex", openaiPrice(1.75, 14, 0.175), true},
 		{"gpt-4.1-turbo", Price{}, false}, // no prefix guessing
 		{"gpt-4", Price{}, false},
 		{"qwen2.5-coder:7b", Price{}, false},
@@ -83,12 +83,12 @@ func TestLoadPrices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for model, want := range map[string]Price{"gpt-4.1": {1, 4}, "gpt-4.1-2025-04-14": {1, 4}, "qwen2.5-coder:7b": {0, 0}, "o3": {2, 8}} {
+	for model, want := range map[string]Price{"gpt-4.1": {1, 4, 1, 1}, "gpt-4.1-2025-04-14": {1, 4, 1, 1}, "qwen2.5-coder:7b": {}, "o3": openaiPrice(2, 8, 0.5)} {
 		if got, ok := p.Lookup(model); !ok || got != want {
 			t.Errorf("Lookup(%q) = %v, %v; want %v", model, got, ok, want)
 		}
 	}
-	if got, _ := DefaultPrices().Lookup("gpt-4.1"); got != (Price{2, 8}) {
+	if got, _ := DefaultPrices().Lookup("gpt-4.1"); got != openaiPrice(2, 8, 0.5) {
 		t.Error("loading a file changed the built-in table")
 	}
 

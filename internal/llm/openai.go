@@ -162,7 +162,10 @@ func rejects(err error, words ...string) bool {
 
 func chatParams(req Request, useSchema, useTemperature bool) (openai.ChatCompletionNewParams, error) {
 	params := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
-	for _, m := range req.Messages {
+	if req.CacheKey != "" {
+		params.PromptCacheKey = openai.String(req.CacheKey)
+	}
+	for _, m := range joinTurns(req.Messages) {
 		switch m.Role {
 		case "system":
 			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
@@ -210,10 +213,27 @@ func chatResponse(body []byte, model string, degraded []string) (Response, error
 		FinishReason: choice.FinishReason,
 		Model:        cc.Model,
 		Usage: Usage{
-			PromptTokens:     cc.Usage.PromptTokens,
-			CompletionTokens: cc.Usage.CompletionTokens,
-			TotalTokens:      cc.Usage.TotalTokens,
+			PromptTokens:      cc.Usage.PromptTokens,
+			CompletionTokens:  cc.Usage.CompletionTokens,
+			TotalTokens:       cc.Usage.TotalTokens,
+			CachedInputTokens: cc.Usage.PromptTokensDetails.CachedTokens,
+			CacheWriteTokens:  cc.Usage.PromptTokensDetails.CacheWriteTokens,
 		},
 		Degraded: degraded,
 	}.validText(), nil
+}
+
+// joinTurns joins each run of consecutive user messages into one: they are
+// cache segments of one turn (see Message), and the OpenAI APIs cache any
+// exact prefix, so one message with the same bytes serves as well.
+func joinTurns(msgs []Message) []Message {
+	out := make([]Message, 0, len(msgs))
+	for _, m := range msgs {
+		if n := len(out); n > 0 && m.Role == "user" && out[n-1].Role == "user" {
+			out[n-1].Content += m.Content
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }

@@ -13,53 +13,65 @@ import (
 	"github.com/factory-harness/factory/internal/canon"
 )
 
-// Price is what a model costs, in USD per million tokens.
+// Price is what a model costs, in USD per million tokens: uncached input,
+// output, input read from the provider's prompt cache, and input written
+// to it.
 type Price struct {
-	InputPerMTok  float64 `json:"input_per_mtok"`
-	OutputPerMTok float64 `json:"output_per_mtok"`
+	InputPerMTok       float64 `json:"input_per_mtok"`
+	OutputPerMTok      float64 `json:"output_per_mtok"`
+	CachedInputPerMTok float64 `json:"cached_input_per_mtok"`
+	CacheWritePerMTok  float64 `json:"cache_write_per_mtok"`
 }
 
+// openaiPrice: OpenAI caches automatically and charges nothing extra for
+// writing the cache.
+func openaiPrice(in, out, cached float64) Price { return Price{in, out, cached, in} }
+
+// anthropicPrice: Anthropic bills cache reads at 0.1× the input price and
+// 5-minute cache writes at 1.25× (the client's breakpoints use that TTL).
+func anthropicPrice(in, out float64) Price { return Price{in, out, in / 10, in * 1.25} }
+
 // defaultPrices are list prices in USD per million tokens (standard tier,
-// no batch or cache discounts) as the providers published them up to early
-// 2026, written down in November 2026. They are an estimate: prices change,
+// no batch discounts; cache reads and writes at their own rates) as the
+// providers published them up to early 2026, written down in November 2026. They are an estimate: prices change,
 // so costs computed from them are estimates too, and --prices FILE corrects
 // or extends them. A model missing here has no cost, never a guessed one.
 var defaultPrices = map[string]Price{
 	// OpenAI
-	"gpt-4.1":            {2.00, 8.00},
-	"gpt-4.1-mini":       {0.40, 1.60},
-	"gpt-4.1-nano":       {0.10, 0.40},
-	"gpt-4o":             {2.50, 10.00},
-	"gpt-4o-mini":        {0.15, 0.60},
-	"o1":                 {15.00, 60.00},
-	"o3":                 {2.00, 8.00},
-	"o3-mini":            {1.10, 4.40},
-	"o4-mini":            {1.10, 4.40},
-	"gpt-5":              {1.25, 10.00},
-	"gpt-5-mini":         {0.25, 2.00},
-	"gpt-5-nano":         {0.05, 0.40},
-	"gpt-5-codex":        {1.25, 10.00},
-	"gpt-5.1":            {1.25, 10.00},
-	"gpt-5.1-codex":      {1.25, 10.00},
-	"gpt-5.1-codex-mini": {0.25, 2.00},
-	"gpt-5.2":            {1.75, 14.00},
-	"gpt-5.2-codex":      {1.75, 14.00},
+	"gpt-4.1":            openaiPrice(2.00, 8.00, 0.50),
+	"gpt-4.1-mini":       openaiPrice(0.40, 1.60, 0.10),
+	"gpt-4.1-nano":       openaiPrice(0.10, 0.40, 0.025),
+	"gpt-4o":             openaiPrice(2.50, 10.00, 1.25),
+	"gpt-4o-mini":        openaiPrice(0.15, 0.60, 0.075),
+	"o1":                 openaiPrice(15.00, 60.00, 7.50),
+	"o3":                 openaiPrice(2.00, 8.00, 0.50),
+	"o3-mini":            openaiPrice(1.10, 4.40, 0.55),
+	"o4-mini":            openaiPrice(1.10, 4.40, 0.275),
+	"gpt-5":              openaiPrice(1.25, 10.00, 0.125),
+	"gpt-5-mini":         openaiPrice(0.25, 2.00, 0.025),
+	"gpt-5-nano":         openaiPrice(0.05, 0.40, 0.005),
+	"gpt-5-codex":        openaiPrice(1.25, 10.00, 0.125),
+	"gpt-5.1":            openaiPrice(1.25, 10.00, 0.125),
+	"gpt-5.1-codex":      openaiPrice(1.25, 10.00, 0.125),
+	"gpt-5.1-codex-mini": openaiPrice(0.25, 2.00, 0.025),
+	"gpt-5.2":            openaiPrice(1.75, 14.00, 0.175),
+	"gpt-5.2-codex":      openaiPrice(1.75, 14.00, 0.175),
 	// Anthropic
-	"claude-opus-4-6":   {5.00, 25.00},
-	"claude-opus-4-5":   {5.00, 25.00},
-	"claude-opus-4-1":   {15.00, 75.00},
-	"claude-opus-4-0":   {15.00, 75.00},
-	"claude-opus-4":     {15.00, 75.00},
-	"claude-sonnet-4-6": {3.00, 15.00},
-	"claude-sonnet-4-5": {3.00, 15.00},
-	"claude-sonnet-4-0": {3.00, 15.00},
-	"claude-sonnet-4":   {3.00, 15.00},
-	"claude-haiku-4-5":  {1.00, 5.00},
-	"claude-3-7-sonnet": {3.00, 15.00},
-	"claude-3-5-sonnet": {3.00, 15.00},
-	"claude-3-5-haiku":  {0.80, 4.00},
-	"claude-3-opus":     {15.00, 75.00},
-	"claude-3-haiku":    {0.25, 1.25},
+	"claude-opus-4-6":   anthropicPrice(5.00, 25.00),
+	"claude-opus-4-5":   anthropicPrice(5.00, 25.00),
+	"claude-opus-4-1":   anthropicPrice(15.00, 75.00),
+	"claude-opus-4-0":   anthropicPrice(15.00, 75.00),
+	"claude-opus-4":     anthropicPrice(15.00, 75.00),
+	"claude-sonnet-4-6": anthropicPrice(3.00, 15.00),
+	"claude-sonnet-4-5": anthropicPrice(3.00, 15.00),
+	"claude-sonnet-4-0": anthropicPrice(3.00, 15.00),
+	"claude-sonnet-4":   anthropicPrice(3.00, 15.00),
+	"claude-haiku-4-5":  anthropicPrice(1.00, 5.00),
+	"claude-3-7-sonnet": anthropicPrice(3.00, 15.00),
+	"claude-3-5-sonnet": anthropicPrice(3.00, 15.00),
+	"claude-3-5-haiku":  anthropicPrice(0.80, 4.00),
+	"claude-3-opus":     anthropicPrice(15.00, 75.00),
+	"claude-3-haiku":    anthropicPrice(0.25, 1.25),
 }
 
 // snapshotSuffix is the one name rule besides an exact match: a dated
@@ -107,7 +119,25 @@ func (p *Prices) Cost(model string, u Usage) (usd float64, known bool) {
 	if !ok {
 		return 0, false
 	}
-	return (float64(u.PromptTokens)*pr.InputPerMTok + float64(u.CompletionTokens)*pr.OutputPerMTok) / 1e6, true
+	return pr.cost(u), true
+}
+
+// cost is the sum of each part of u at its price: uncached input, cache
+// reads, cache writes and output.
+func (pr Price) cost(u Usage) float64 {
+	return (float64(u.UncachedInputTokens())*pr.InputPerMTok + float64(u.CachedInputTokens)*pr.CachedInputPerMTok +
+		float64(u.CacheWriteTokens)*pr.CacheWritePerMTok + float64(u.CompletionTokens)*pr.OutputPerMTok) / 1e6
+}
+
+// Estimate is a conservative cost of a call expected to send prompt input
+// tokens and receive output ones: it assumes no cache hit, and every input
+// token at the dearer of the uncached and cache-write prices.
+func (p *Prices) Estimate(model string, prompt, output int64) (usd float64, known bool) {
+	pr, ok := p.Lookup(model)
+	if !ok {
+		return 0, false
+	}
+	return (float64(prompt)*max(pr.InputPerMTok, pr.CacheWritePerMTok) + float64(output)*pr.OutputPerMTok) / 1e6, true
 }
 
 // maxPricesFile bounds a prices file: it is a small hand-written table.
@@ -116,10 +146,13 @@ const maxPricesFile = 1 << 20
 // LoadPrices returns the built-in table with the entries of a prices file
 // added, replacing built-in entries of the same name. The file is JSON:
 //
-//	{"prices": {"gpt-4.1": {"input_per_mtok": 2.0, "output_per_mtok": 8.0},
+//	{"prices": {"gpt-4.1": {"input_per_mtok": 2.0, "output_per_mtok": 8.0,
+//	                        "cached_input_per_mtok": 0.5, "cache_write_per_mtok": 2.0},
 //	            "qwen2.5-coder:7b": {"input_per_mtok": 0, "output_per_mtok": 0}}}
 //
-// Decoding is strict: an unknown field, a duplicate model, a missing or
+// cached_input_per_mtok and cache_write_per_mtok are optional and default
+// to input_per_mtok: without them cached input costs what uncached input
+// does, as it did before caching was priced. Decoding is strict: an unknown field, a duplicate model, a missing or
 // negative price, a model name that is empty or has whitespace, or trailing
 // data is an error naming the model and field.
 func LoadPrices(path string) (*Prices, error) {
@@ -190,8 +223,10 @@ func parsePrices(data []byte) (map[string]Price, error) {
 			return nil, fmt.Errorf("model %q: %s appears twice", model, key)
 		}
 		var e struct {
-			In  *float64 `json:"input_per_mtok"`
-			Out *float64 `json:"output_per_mtok"`
+			In     *float64 `json:"input_per_mtok"`
+			Out    *float64 `json:"output_per_mtok"`
+			Cached *float64 `json:"cached_input_per_mtok"`
+			Write  *float64 `json:"cache_write_per_mtok"`
 		}
 		entry := json.NewDecoder(bytes.NewReader(raw))
 		entry.DisallowUnknownFields()
@@ -199,17 +234,27 @@ func parsePrices(data []byte) (map[string]Price, error) {
 			return nil, fmt.Errorf("model %q: %w", model, err)
 		}
 		for _, f := range []struct {
-			name string
-			v    *float64
-		}{{"input_per_mtok", e.In}, {"output_per_mtok", e.Out}} {
+			name     string
+			v        *float64
+			optional bool
+		}{{"input_per_mtok", e.In, false}, {"output_per_mtok", e.Out, false},
+			{"cached_input_per_mtok", e.Cached, true}, {"cache_write_per_mtok", e.Write, true}} {
 			switch {
+			case f.v == nil && f.optional:
 			case f.v == nil:
 				return nil, fmt.Errorf("model %q: missing %s", model, f.name)
 			case *f.v < 0 || *f.v > maxPricePerMTok:
 				return nil, fmt.Errorf("model %q: %s is %v; want a price from 0 to %v in USD per million tokens", model, f.name, *f.v, maxPricePerMTok)
 			}
 		}
-		out[model] = Price{InputPerMTok: *e.In, OutputPerMTok: *e.Out}
+		pr := Price{InputPerMTok: *e.In, OutputPerMTok: *e.Out, CachedInputPerMTok: *e.In, CacheWritePerMTok: *e.In}
+		if e.Cached != nil {
+			pr.CachedInputPerMTok = *e.Cached
+		}
+		if e.Write != nil {
+			pr.CacheWritePerMTok = *e.Write
+		}
+		out[model] = pr
 	}
 	return out, nil
 }

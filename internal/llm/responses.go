@@ -172,9 +172,12 @@ func responsesParams(req Request) (responses.ResponseNewParams, error) {
 		Background: openai.Bool(true),
 		Store:      openai.Bool(true), // background responses must be stored
 	}
+	if req.CacheKey != "" {
+		p.PromptCacheKey = openai.String(req.CacheKey)
+	}
 	var system []string
 	var input responses.ResponseInputParam
-	for _, m := range req.Messages {
+	for _, m := range joinTurns(req.Messages) {
 		switch m.Role {
 		case "system":
 			system = append(system, m.Content)
@@ -237,9 +240,10 @@ func toResponse(r *responses.Response, degraded []string) Response {
 		FinishReason: string(r.Status),
 		Model:        r.Model,
 		Usage: Usage{
-			PromptTokens:     r.Usage.InputTokens,
-			CompletionTokens: r.Usage.OutputTokens,
-			TotalTokens:      r.Usage.TotalTokens,
+			PromptTokens:      r.Usage.InputTokens,
+			CompletionTokens:  r.Usage.OutputTokens,
+			TotalTokens:       r.Usage.TotalTokens,
+			CachedInputTokens: r.Usage.InputTokensDetails.CachedTokens,
 		},
 		Degraded: degraded,
 	}.validText()

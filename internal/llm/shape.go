@@ -28,6 +28,16 @@ type replyUsage struct {
 	OutputTokens             *int64 `json:"output_tokens"`
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	// Chat Completions: prompt_tokens_details; Responses: input_tokens_details.
+	PromptTokensDetails *cacheDetails `json:"prompt_tokens_details"`
+	InputTokensDetails  *cacheDetails `json:"input_tokens_details"`
+}
+
+// cacheDetails is the OpenAI APIs' breakdown of the input: the part read
+// from the prompt cache and, where reported, the part written to it.
+type cacheDetails struct {
+	CachedTokens     *int64 `json:"cached_tokens"`
+	CacheWriteTokens *int64 `json:"cache_write_tokens"`
 }
 
 // decodeReply decodes a successful reply's whole body into dst with the
@@ -151,14 +161,24 @@ func checkCounts(at string, u *replyUsage) error {
 	if u == nil {
 		return nil
 	}
-	for _, c := range []struct {
+	type count struct {
 		name string
 		n    *int64
-	}{
+	}
+	counts := []count{
 		{"prompt_tokens", u.PromptTokens}, {"completion_tokens", u.CompletionTokens}, {"total_tokens", u.TotalTokens},
 		{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens},
 		{"cache_creation_input_tokens", u.CacheCreationInputTokens}, {"cache_read_input_tokens", u.CacheReadInputTokens},
-	} {
+	}
+	for _, d := range []struct {
+		name string
+		d    *cacheDetails
+	}{{"prompt_tokens_details", u.PromptTokensDetails}, {"input_tokens_details", u.InputTokensDetails}} {
+		if d.d != nil {
+			counts = append(counts, count{d.name + ".cached_tokens", d.d.CachedTokens}, count{d.name + ".cache_write_tokens", d.d.CacheWriteTokens})
+		}
+	}
+	for _, c := range counts {
 		if c.n != nil && *c.n < 0 {
 			return fmt.Errorf("%s.%s is negative (%d)", at, c.name, *c.n)
 		}

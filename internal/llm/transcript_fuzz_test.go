@@ -31,7 +31,7 @@ func FuzzTranscript(f *testing.F) {
 	req := Request{Model: "m", Messages: []Message{{Role: "user", Content: "hi"}}}
 	pe := &ProviderError{Kind: KindRateLimited, Provider: "openai", URL: "http://x/v1", Model: "m", Status: 429, Attempts: 4}
 	for _, ex := range []Exchange{
-		{Seq: 1, RequestSHA256: req.Hash(), Request: req, Response: &Response{Content: "ok", FinishReason: "stop", Usage: Usage{1, 2, 3}}},
+		{Seq: 1, RequestSHA256: req.Hash(), Request: req, Response: &Response{Content: "ok", FinishReason: "stop", Usage: Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}}},
 		{Seq: 2, RequestSHA256: req.Hash(), Request: req, Error: "boom"},
 		{Seq: 3, RequestSHA256: req.Hash(), Request: req, Error: pe.Error(), ProviderError: pe},
 		{Seq: 1, RequestSHA256: "0000", Request: req, Response: &Response{}},
