@@ -43,3 +43,19 @@ func TestOnlyProcStartsProcesses(t *testing.T) {
 		}
 	}
 }
+
+// Nothing imports cli: the MCP server reaches builds through builder and
+// planner, and the CLI hands it what only the CLI knows (its flags'
+// defaults) as a function.
+func TestNothingImportsCLI(t *testing.T) {
+	const cli = "github.com/factory-harness/factory/internal/cli"
+	out, err := exec.Command("go", "list", "-deps", "github.com/factory-harness/factory/internal/mcp", "github.com/factory-harness/factory/internal/serve").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		if d == cli {
+			t.Errorf("internal/mcp or internal/serve depends on %s", cli)
+		}
+	}
+}

@@ -552,3 +552,45 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// A client that cancels the build call (notifications/cancelled) gets the
+// Ctrl-C treatment too, and the same session resumes the build.
+func TestMCPCancelledBuildResumesOnTheSameSession(t *testing.T) {
+	f := newSlowBuildFixture(t)
+	srv := llmtest.Start(t, replyWO01, replyWO02, replyWO02, replyWO03)
+	c := startMCP(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=test-key"), mcpRoots(f)...)
+	mainBefore := git(t, f.repo, "rev-parse", "main")
+	args := map[string]any{"repo": f.repo, "out": f.out, "plan_dir": f.plan, "llm_model": "test-model", "llm_base_url": srv.URL}
+	ctx, cancel := context.WithCancel(context.Background())
+	callDone := make(chan error, 1)
+	go func() {
+		_, err := c.sess.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolBuild, Arguments: args})
+		callDone <- err
+	}()
+	waitFor(t, "WO-02's slow command", func() bool { return exists(filepath.Join(f.repo, startedFile)) })
+	cancel()
+	if err := <-callDone; err == nil {
+		t.Error("a cancelled call returned a result")
+	}
+	f.release(t)
+	// The cancelled build rolls back and lets go of the repository; then the
+	// same call resumes it.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var sum builder.Summary
+		res := c.call(t, mcp.ToolBuild, args, &sum)
+		if res.IsError && strings.Contains(resultText(res), "lock") && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if res.IsError || sum.Verdict != builder.VerdictPass {
+			t.Fatalf("resumed build: %s\n%s", resultText(res), c.stderr())
+		}
+		break
+	}
+	if !strings.Contains(c.stderr(), "cancelled the call") {
+		t.Errorf("server log does not say the call was cancelled:\n%s", c.stderr())
+	}
+	checkCommits(t, f.repo, mainBefore, committed)
+	checkClean(t, f.repo)
+}
