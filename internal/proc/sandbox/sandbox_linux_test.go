@@ -435,9 +435,11 @@ func TestExplain(t *testing.T) {
 func TestParentEnvironmentIsUnreadable(t *testing.T) {
 	f := newFixture(t)
 	p := prepare(t, f)
+	// In a PID namespace with its own /proc our pid names no process; with Landlock alone it does,
+	// and reading it is denied.
 	res, out := sh(t, p, f.repo, fmt.Sprintf("cat /proc/%d/environ", os.Getpid()))
-	if res.ExitCode == 0 || !strings.Contains(out, "Permission denied") {
-		t.Errorf("reading our environment: exit %d, output %q; want Permission denied", res.ExitCode, out)
+	if res.ExitCode == 0 || !strings.Contains(out, "Permission denied") && !strings.Contains(out, "No such file") {
+		t.Errorf("reading our environment: exit %d, output %q; want Permission denied or No such file", res.ExitCode, out)
 	}
 	if res, out := sh(t, p, f.repo, fmt.Sprintf("kill -0 %d", os.Getpid())); res.ExitCode == 0 {
 		t.Errorf("signalling us: exit %d, output %q; want a failure", res.ExitCode, out)

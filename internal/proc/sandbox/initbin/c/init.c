@@ -2,7 +2,12 @@
  * The sandbox's init: the program a confined command's process runs between factory's fork and the
  * command's own program. It makes the process's user, mount and network namespaces (or finds them
  * made), builds the view of the file system, adds a Landlock ruleset, drops its capabilities and
- * executes the command in its place, so that the process factory started is the command's own.
+ * executes the command. When it makes the namespaces itself (-n), they include a new PID namespace:
+ * the init forks once into PID 1 of it, which mounts a fresh /proc, confines itself and forks the
+ * command; the process factory started stays as the command's stand-in (same process group, exit
+ * status and death by a signal passed on) and PID 1 dies with it, so that the kernel kills
+ * everything the command started, daemons included, when factory dies: see run_in_pid_namespace.
+ * With namespaces made by the parent (-N) or none, it executes the command in its own place.
  *
  * Why C, with no C library: every confined command pays for this program's start. A Go init costs
  * about 1 ms of runtime start and cannot make a user namespace itself (its process has several
@@ -14,7 +19,8 @@
  * Its command line (package sandbox, plan.args, writes it): options, each a separate argument and
  * the value in the next one, then "--", the command's path and the command's argv:
  *
- *   -n          make user, mount and network namespaces (with -H: user and mount only)
+ *   -n          make user, mount, PID and network namespaces (with -H: no network namespace), and
+ *               run the command under an init that is PID 1 of the new PID namespace
  *   -N          namespaces made by the parent, a new PID namespace among them, where the init
  *               mounts a fresh /proc; the capabilities to set them up are ambient
  *   -H          keep the host's network
@@ -46,6 +52,8 @@ enum {
 	SYS_getcwd = 79, SYS_chdir = 80, SYS_getuid = 102, SYS_getgid = 104, SYS_getppid = 110,
 	SYS_capset = 126, SYS_prctl = 157, SYS_mount = 165, SYS_exit_group = 231, SYS_openat = 257,
 	SYS_mkdirat = 258, SYS_unlinkat = 263, SYS_unshare = 272, SYS_statx = 332,
+	SYS_rt_sigaction = 13, SYS_rt_sigprocmask = 14, SYS_getpid = 39, SYS_clone = 56, SYS_wait4 = 61,
+	SYS_kill = 62, SYS_ppoll = 271, SYS_pipe2 = 293,
 };
 static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -62,6 +70,8 @@ enum {
 	SYS_openat = 56, SYS_close = 57, SYS_read = 63, SYS_write = 64, SYS_exit_group = 94, SYS_capset = 91,
 	SYS_unshare = 97, SYS_prctl = 167, SYS_getppid = 173, SYS_getuid = 174, SYS_getgid = 176,
 	SYS_socket = 198, SYS_execve = 221, SYS_statx = 291,
+	SYS_pipe2 = 59, SYS_ppoll = 73, SYS_kill = 129, SYS_rt_sigaction = 134, SYS_rt_sigprocmask = 135,
+	SYS_getpid = 172, SYS_clone = 220, SYS_wait4 = 260,
 };
 static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -84,11 +94,13 @@ enum {
 #define sys(n, a, b, c) sys6(n, (i64)(a), (i64)(b), (i64)(c), 0, 0, 0)
 
 enum {
-	ENOENT = 2, EEXIST = 17,
+	ENOENT = 2, EPERM = 1, EACCES = 13, EEXIST = 17, EINTR = 4,
 	AT_FDCWD = -100, AT_SYMLINK_NOFOLLOW = 0x100, AT_EMPTY_PATH = 0x1000, AT_RECURSIVE = 0x8000,
 	O_WRONLY = 01, O_CREAT = 0100, O_EXCL = 0200, O_CLOEXEC = 02000000, O_PATH = 010000000,
 	S_IFMT = 0170000, S_IFDIR = 0040000,
-	CLONE_NEWNS = 0x20000, CLONE_NEWUSER = 0x10000000, CLONE_NEWNET = 0x40000000,
+	CLONE_NEWNS = 0x20000, CLONE_NEWUSER = 0x10000000, CLONE_NEWPID = 0x20000000, CLONE_NEWNET = 0x40000000,
+	SIGCHLD = 17, WALL = 0x40000000, SIG_BLOCK = 0, SIG_UNBLOCK = 1, SIG_SETMASK = 2, POLLERR = 8,
+	PR_SET_DUMPABLE = 4,
 	MS_RDONLY = 1, MS_NOSUID = 2, MS_NODEV = 4, MS_NOEXEC = 8, MS_BIND = 4096, MS_REC = 16384,
 	MS_PRIVATE = 1 << 18,
 	OPEN_TREE_CLONE = 1, OPEN_TREE_CLOEXEC = O_CLOEXEC, MOVE_MOUNT_F_EMPTY_PATH = 4,
@@ -392,12 +404,13 @@ static int is_dir(const char *path)
 }
 
 /* make_namespaces makes this process's user, mount and (unless the host's is kept) network
- * namespaces, with the user's ids mapped to themselves: files the command creates are the
- * user's, and tools see the user they expect. The process has every capability inside. */
+ * namespaces, and a PID namespace for its children, with the user's ids mapped to themselves:
+ * files the command creates are the user's, and tools see the user they expect. The process has
+ * every capability inside. */
 static void make_namespaces(const struct plan *pl)
 {
 	long uid = sys(SYS_getuid, 0, 0, 0), gid = sys(SYS_getgid, 0, 0, 0);
-	long flags = CLONE_NEWUSER | CLONE_NEWNS | (pl->host_net ? 0 : CLONE_NEWNET);
+	long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | (pl->host_net ? 0 : CLONE_NEWNET);
 	check(sys(SYS_unshare, flags, 0, 0), "cannot make the namespaces: unshare", 0);
 	write_file("/proc/self/uid_map", id_map(uid).s);
 	write_file("/proc/self/setgroups", "deny");
@@ -697,6 +710,115 @@ static void drop_capabilities(void)
 	check(sys(SYS_capset, &hdr, data, 0), "cannot clear capabilities", 0);
 }
 
+/* tie_to_factory makes this process die with factory. proc arms this signal at the fork, but an
+ * exec may clear it; armed again here, it survives the command's exec. If factory died before, the
+ * parent is another (in a PID namespace made at the fork the parent is outside it and reads as 0:
+ * the signal alone covers it). */
+static void tie_to_factory(const struct plan *pl)
+{
+	check(sys6(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0), "cannot set the parent-death signal", 0);
+	if (pl->parent && !pl->made_ns && sys(SYS_getppid, 0, 0, 0) != pl->parent)
+		die("factory exited before the command started", 0, 0);
+}
+
+static long fork_process(void)
+{
+	return sys6(SYS_clone, SIGCHLD, 0, 0, 0, 0, 0);
+}
+
+/* pass_on ends this process the way a wait status says the command ended: with its exit code, or
+ * killed by its signal (without a core dump of its own: the command dumped its core, if any). */
+static void __attribute__((noreturn)) pass_on(int status)
+{
+	int sig = status & 0x7f;
+	if (sig == 0)
+		quit((status >> 8) & 0xff);
+	sys6(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0, 0);
+	u64 dfl[4] = {0, 0, 0, 0}; /* struct sigaction: SIG_DFL, no flags, no restorer, empty mask */
+	sys6(SYS_rt_sigaction, sig, (i64)dfl, 0, 8, 0, 0);
+	sys(SYS_kill, sys(SYS_getpid, 0, 0, 0), sig, 0);
+	u64 set = 1UL << (sig - 1);
+	sys6(SYS_rt_sigprocmask, SIG_UNBLOCK, (i64)&set, 0, 8, 0, 0);
+	quit(128 + sig);
+}
+
+/* The write end of the pipe on which PID 1 reports the command's wait status (in .bss, as all of
+ * this program's data: an initialized .data would add a segment of its own). */
+static int status_fd;
+
+/* run_in_pid_namespace forks this process, whose namespaces make_namespaces made, into PID 1 of the
+ * new PID namespace, and returns in PID 1 only. This process stays factory's child, in the process
+ * group factory kills, with every signal blocked (so that the group's SIGTERM reaches the command
+ * but not its stand-ins), until PID 1 reports the command's end; then it ends the same way.
+ *
+ * PID 1 dies with this process (its parent-death signal), and the kernel kills every process of a
+ * PID namespace whose first process dies: when factory dies for any reason, this process is killed
+ * (its own parent-death signal), then PID 1, then everything the command started, daemons that
+ * left the process group included. mask receives the signal mask to give back to the command. */
+static void run_in_pid_namespace(u64 *mask)
+{
+	u64 all = ~0UL;
+	check(sys6(SYS_rt_sigprocmask, SIG_BLOCK, (i64)&all, (i64)mask, 8, 0, 0), "cannot block signals", 0);
+	int p[2];
+	check(sys(SYS_pipe2, p, O_CLOEXEC, 0), "cannot make a pipe", 0);
+	long pid = check(fork_process(), "cannot start the PID namespace's init: clone", 0);
+	if (pid > 0) {
+		sys(SYS_close, p[1], 0, 0);
+		/* A status once the command ended; nothing when PID 1 failed to set up (125) or probed
+		 * (0), and then its own status is the one to pass on. PID 1's end is reaped only once
+		 * the kernel has killed the rest of its namespace. */
+		int status = 0, own = 0;
+		long n;
+		while ((n = sys(SYS_read, p[0], &status, sizeof status)) == -EINTR)
+			;
+		while (sys6(SYS_wait4, pid, (i64)&own, WALL, 0, 0, 0) == -EINTR)
+			;
+		pass_on(n == sizeof status ? status : own);
+	}
+	sys(SYS_close, p[0], 0, 0);
+	status_fd = p[1];
+	check(sys6(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0), "cannot set the parent-death signal", 0);
+	/* The parent may have died before the signal was armed: then the pipe has no reader left. */
+	struct {
+		int fd;
+		short events, revents;
+	} pf = {p[1], 0, 0};
+	struct {
+		long s, ns;
+	} now = {0, 0};
+	if (sys6(SYS_ppoll, (i64)&pf, 1, (i64)&now, 0, 0, 0) > 0 && (pf.revents & POLLERR))
+		quit(FAILED);
+}
+
+/* supervise forks the command, as PID 2, and reaps every process of the namespace left to PID 1
+ * until the command ends; it reports the command's wait status and exits, and the kernel kills
+ * whatever the command left behind, as proc kills a command's process group once it has ended. */
+static void __attribute__((noreturn)) supervise(const struct plan *pl, char **envp, u64 mask)
+{
+	long cmd = check(fork_process(), "cannot start the command: clone", 0);
+	if (cmd == 0) {
+		sys6(SYS_rt_sigprocmask, SIG_SETMASK, (i64)&mask, 0, 8, 0, 0);
+		long err = sys(SYS_execve, pl->argv[0], pl->argv + 1, envp);
+		die("cannot execute", pl->argv[0], err);
+	}
+	for (;;) {
+		int status = 0;
+		long r = sys6(SYS_wait4, -1, (i64)&status, WALL, 0, 0, 0);
+		if (r == cmd) {
+			sys(SYS_write, status_fd, &status, sizeof status);
+			quit(0);
+		}
+		if (r < 0 && r != -EINTR)
+			die("cannot wait for the command", 0, r);
+	}
+}
+
+static void mount_proc(void)
+{
+	check(sys6(SYS_mount, (i64) "proc", (i64) "/proc", (i64) "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0, 0),
+	      "cannot mount a private /proc", 0);
+}
+
 void __attribute__((noreturn, used)) start(long *sp)
 {
 	int argc = (int)sp[0];
@@ -718,25 +840,31 @@ void __attribute__((noreturn, used)) start(long *sp)
 			loopback_up();
 		if (pl.made_ns)
 			/* Our own /proc: the new PID namespace's processes only. */
-			check(sys6(SYS_mount, (i64) "proc", (i64) "/proc", (i64) "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0, 0),
-			      "cannot mount a private /proc", 0);
+			mount_proc();
 		/* The mounts moved the directory we stand in. */
 		static char wd[4096];
 		if (sys(SYS_getcwd, wd, sizeof wd, 0) > 0)
 			check(sys(SYS_chdir, wd, 0, 0), "cannot enter", wd);
+	}
+	u64 mask = 0;
+	if (pl.make_ns) {
+		tie_to_factory(&pl);
+		run_in_pid_namespace(&mask);
+		/* PID 1 from here on. Where the host's /proc is partly covered (a container's masked
+		 * paths) the kernel refuses a new one to an unprivileged user namespace: the command
+		 * then sees the host's, and the PID namespace still holds everything it starts. */
+		long r = sys6(SYS_mount, (i64) "proc", (i64) "/proc", (i64) "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, 0, 0);
+		if (r < 0 && r != -EPERM && r != -EACCES)
+			die("cannot mount a private /proc", 0, r);
 	}
 	restrict_landlock(&pl, ns);
 	if (ns)
 		drop_capabilities();
 	if (pl.probe)
 		quit(0);
-	/* The command dies with factory. proc arms this signal at the fork, but an exec may clear it;
-	 * armed again here, it survives the command's exec. If factory died before, the parent is
-	 * another (in a new PID namespace the parent is outside it and reads as 0: the signal alone
-	 * covers it). */
-	check(sys6(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0, 0), "cannot set the parent-death signal", 0);
-	if (pl.parent && !pl.made_ns && sys(SYS_getppid, 0, 0, 0) != pl.parent)
-		die("factory exited before the command started", 0, 0);
+	if (pl.make_ns)
+		supervise(&pl, envp, mask);
+	tie_to_factory(&pl);
 	long err = sys(SYS_execve, pl.argv[0], pl.argv + 1, envp);
 	die("cannot execute", pl.argv[0], err);
 }
