@@ -594,3 +594,23 @@ func TestMCPCancelledBuildResumesOnTheSameSession(t *testing.T) {
 	checkCommits(t, f.repo, mainBefore, committed)
 	checkClean(t, f.repo)
 }
+
+func TestMCPUsage(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	writeFiles(t, filepath.Dir(file), map[string]string{"f": "x"})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp"}, "give at least one --root DIR"},
+		{[]string{"mcp", "--root", file}, "is not a directory"},
+		{[]string{"mcp", "--root", filepath.Join(t.TempDir(), "missing")}, "no such file"},
+		{[]string{"mcp", "--root", t.TempDir(), "--token-file", file}, "--token-file needs --http"},
+		{[]string{"mcp", "--root", t.TempDir(), "--sandbox", "maybe"}, "--sandbox"},
+	} {
+		res := runFactory(t, nil, tc.args...)
+		if res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) || res.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 with %q", tc.args, res.code, res.stdout, res.stderr, tc.want)
+		}
+	}
+}
