@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,6 +79,11 @@ type Options struct {
 	// ResetBudget stops counting the earlier processes' spending against
 	// the budget.
 	ResetBudget bool
+	// CacheKey is the provider's prompt cache key for every request of the
+	// build, planner and work orders alike; "" means "factory-" and the
+	// plan hash. An eval passes its own, so that its builds do not share a
+	// key with the user's.
+	CacheKey string
 
 	// Progress receives one line per transition; nil is quiet.
 	Progress io.Writer
@@ -106,9 +112,13 @@ type Summary struct {
 	BuildDir   string `json:"build_dir"`
 	// Tokens and CostUSD are what the build spent, earlier processes
 	// included (since the last --reset-budget).
-	Tokens     int64       `json:"tokens"`
-	CostUSD    *float64    `json:"cost_usd"` // null when a model's price is unknown
-	WorkOrders []WorkOrder `json:"work_orders"`
+	Tokens  int64    `json:"tokens"`
+	CostUSD *float64 `json:"cost_usd"` // null when a model's price is unknown
+	// CachedInputTokens and CacheWriteTokens are the parts of the input
+	// read from and written to the providers' prompt caches.
+	CachedInputTokens int64       `json:"cached_input_tokens"`
+	CacheWriteTokens  int64       `json:"cache_write_tokens"`
+	WorkOrders        []WorkOrder `json:"work_orders"`
 	// Failed names the work order that stopped the build, if one did.
 	Failed       string `json:"failed,omitempty"`
 	StoppedEarly string `json:"stopped_early,omitempty"`
@@ -117,16 +127,19 @@ type Summary struct {
 
 // WorkOrder is one work order's line in the summary.
 type WorkOrder struct {
-	ID        string   `json:"id"`
-	Title     string   `json:"title"`
-	Outcome   string   `json:"outcome"` // passed, failed or pending
-	Commit    string   `json:"commit,omitempty"`
-	Stage     string   `json:"stage,omitempty"` // failed: the failure stage
-	Attempts  int      `json:"attempts"`        // in this build process
-	Tokens    int64    `json:"tokens"`
-	CostUSD   *float64 `json:"cost_usd"`
-	RunDir    string   `json:"run_dir,omitempty"`
-	BriefPath string   `json:"failure_brief,omitempty"`
+	ID       string   `json:"id"`
+	Title    string   `json:"title"`
+	Outcome  string   `json:"outcome"` // passed, failed or pending
+	Commit   string   `json:"commit,omitempty"`
+	Stage    string   `json:"stage,omitempty"` // failed: the failure stage
+	Attempts int      `json:"attempts"`        // in this build process
+	Tokens   int64    `json:"tokens"`
+	CostUSD  *float64 `json:"cost_usd"`
+	// CachedInputTokens and CacheWriteTokens: as in Summary.
+	CachedInputTokens int64  `json:"cached_input_tokens"`
+	CacheWriteTokens  int64  `json:"cache_write_tokens"`
+	RunDir            string `json:"run_dir,omitempty"`
+	BriefPath         string `json:"failure_brief,omitempty"`
 }
 
 // Work order outcomes.
@@ -144,9 +157,9 @@ type builder struct {
 	events   string // events.jsonl
 	plan     *workorder.Manifest
 	base     string
-	created  bool  // the build made the repository
-	clean    bool  // the work tree was seen clean and has not changed since
-	tokens   int64 // summed from the planner and the runs, when Meter is nil
+	created  bool      // the build made the repository
+	clean    bool      // the work tree was seen clean and has not changed since
+	usage    llm.Usage // summed from the planner and the runs, when Meter is nil
 	progress func(format string, args ...any)
 }
 
@@ -460,6 +473,35 @@ func (b *builder) writePointer() error {
 		return fmt.Errorf("write the build pointer: %w", err)
 	}
 	return nil
+}
+
+// cacheKey is the build's prompt cache key (see Options.CacheKey): from
+// the build's identity, never a clock, so a resumed or replayed build
+// sends the same.
+func (b *builder) cacheKey() string {
+	if b.o.CacheKey != "" {
+		return b.o.CacheKey
+	}
+	return "factory-" + b.sum.PlanHash
+}
+
+// sharedContext lists the context files that two or more work orders of
+// the plan read, sorted: the SE prompt's shared section.
+func sharedContext(m *workorder.Manifest) []string {
+	count := map[string]int{}
+	for _, wo := range m.WorkOrders {
+		for _, p := range slices.Compact(slices.Sorted(slices.Values(wo.ContextFiles))) {
+			count[p]++
+		}
+	}
+	var shared []string
+	for p, n := range count {
+		if n >= 2 {
+			shared = append(shared, p)
+		}
+	}
+	slices.Sort(shared)
+	return shared
 }
 
 func (b *builder) compiledPlanDir() string {

@@ -5,20 +5,32 @@ import (
 	"time"
 
 	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/llm"
 )
 
 // Spend is what the model calls of a build have cost so far.
 type Spend struct {
 	Tokens  int64
 	CostUSD *float64 // nil when a model's price is unknown
+	// InputTokens is the prompt tokens, CachedInputTokens and
+	// CacheWriteTokens the parts of them read from and written to the
+	// providers' prompt caches.
+	InputTokens, CachedInputTokens, CacheWriteTokens int64
+}
+
+// CacheHitRate is the share of the input read from a prompt cache.
+func (s Spend) CacheHitRate() float64 {
+	return llm.Usage{PromptTokens: s.InputTokens, CachedInputTokens: s.CachedInputTokens}.CacheHitRate()
 }
 
 func (b *builder) spent() Spend {
 	if b.o.Meter != nil {
 		t := b.o.Meter.Snapshot()
-		return Spend{Tokens: t.TotalTokens, CostUSD: t.Cost()}
+		return Spend{Tokens: t.TotalTokens, CostUSD: t.Cost(), InputTokens: t.PromptTokens,
+			CachedInputTokens: t.CachedInputTokens, CacheWriteTokens: t.CacheWriteTokens}
 	}
-	return Spend{Tokens: b.tokens}
+	u := b.usage
+	return Spend{Tokens: u.TotalTokens, InputTokens: u.PromptTokens, CachedInputTokens: u.CachedInputTokens, CacheWriteTokens: u.CacheWriteTokens}
 }
 
 // delta is what a work order cost: the difference of two Spends.
@@ -34,6 +46,7 @@ func delta(before, after Spend) (int64, *float64) {
 func (b *builder) total() {
 	s := b.spent()
 	b.sum.Tokens, b.sum.CostUSD = s.Tokens, s.CostUSD
+	b.sum.CachedInputTokens, b.sum.CacheWriteTokens = s.CachedInputTokens, s.CacheWriteTokens
 }
 
 // onEvent reports one node of a work order's run: a progress line and an
@@ -46,7 +59,7 @@ func (b *builder) onEvent(wo string, ev factory.Event) {
 		return
 	}
 	if b.o.Meter == nil {
-		b.tokens += ev.Usage.TotalTokens
+		b.usage = b.usage.Add(ev.Usage)
 	}
 	s := b.spent()
 	cost := "cost unknown"
@@ -64,10 +77,14 @@ func (b *builder) onEvent(wo string, ev factory.Event) {
 	if ev.Usage.TotalTokens > 0 {
 		tokens = fmt.Sprintf(", %d tokens", ev.Usage.TotalTokens)
 	}
+	if ev.Usage.CachedInputTokens > 0 {
+		tokens += fmt.Sprintf(" (%.0f%% of the input cached)", 100*ev.Usage.CacheHitRate())
+	}
 	b.progress("%s attempt %d: %s (%s%s; build so far: %d tokens, %s)", wo, ev.Attempt, what,
 		ev.Duration.Round(time.Millisecond), tokens, s.Tokens, cost)
 	b.event(map[string]any{"event": "node", "wo": wo, "attempt": ev.Attempt, "node": ev.Node,
 		"verdict": ev.Verdict, "stage": ev.Stage, "tokens": ev.Usage.TotalTokens, "cost_usd": s.CostUSD,
+		"input_tokens": ev.Usage.PromptTokens, "cached_input_tokens": ev.Usage.CachedInputTokens,
 		"duration_ms": ev.Duration.Milliseconds()})
 	b.update(Update{WO: wo, Attempt: ev.Attempt, Node: nextNode(ev), Verdict: ev.Verdict, Stage: ev.Stage})
 }

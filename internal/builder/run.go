@@ -171,7 +171,7 @@ func (b *builder) compile(ctx context.Context, dir string, env planner.Env) erro
 		Model: b.o.PlannerModel, ModelName: b.o.Run.ModelName, ReasoningEffort: b.o.ReasoningEffort,
 		MaxOutputTokens: b.o.MaxOutputTokens, MaxAttempts: b.o.PlanMaxAttempts,
 		Review: b.o.Review, ReviewModelName: reviewModel, MaxReviewCycles: 2,
-		Env: env, ArtifactsDir: artifacts, Progress: b.o.Progress,
+		Env: env, ArtifactsDir: artifacts, Progress: b.o.Progress, CacheKey: b.cacheKey(),
 	})
 	if err != nil {
 		var invalid *planner.InvalidPlanError
@@ -189,7 +189,7 @@ func (b *builder) compile(ctx context.Context, dir string, env planner.Env) erro
 	b.plan, b.sum.PlanSource = out.Manifest, PlanCompiled
 	b.progress("plan: %d work orders written to %s", len(out.Manifest.WorkOrders), dir)
 	if b.o.Meter == nil {
-		b.tokens += out.Summary.Usage.TotalTokens
+		b.usage = b.usage.Add(out.Summary.Usage)
 	}
 	b.event(map[string]any{"event": "plan", "source": PlanCompiled, "work_orders": len(out.Manifest.WorkOrders),
 		"tokens": out.Summary.Usage.TotalTokens})
@@ -241,6 +241,7 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	opts := b.o.Run
 	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
 	opts.KeepJournal = true // until the commit is made: see commit
+	opts.CacheKey, opts.SharedContext = b.cacheKey(), sharedContext(b.plan)
 	// Clean since the start's check or the last commit's; from here on,
 	// only until the attempt changes the tree.
 	opts.Clean, b.clean = b.clean, false
@@ -262,7 +263,10 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	}
 	res, runErr := run.Execute(ctx)
 	line.Attempts, line.RunDir = res.Attempts, res.RunDir
-	line.Tokens, line.CostUSD = delta(before, b.spent())
+	after := b.spent()
+	line.Tokens, line.CostUSD = delta(before, after)
+	line.CachedInputTokens = after.CachedInputTokens - before.CachedInputTokens
+	line.CacheWriteTokens = after.CacheWriteTokens - before.CacheWriteTokens
 	if res.StoppedEarly != "" {
 		b.sum.StoppedEarly = res.StoppedEarly
 	}

@@ -252,9 +252,7 @@ func (r *Run) summary(s *state, runErr error) RunSummary {
 		} else {
 			cost += *a.CostUSD
 		}
-		sum.Usage.PromptTokens += a.Usage.PromptTokens
-		sum.Usage.CompletionTokens += a.Usage.CompletionTokens
-		sum.Usage.TotalTokens += a.Usage.TotalTokens
+		sum.Usage = sum.Usage.Add(a.Usage)
 	}
 	return sum
 }

@@ -35,6 +35,15 @@ type Options struct {
 	Prices *llm.Prices
 	// JSONSchema asks the model server for strict structured output.
 	JSONSchema bool
+	// CacheKey is every request's llm.Request.CacheKey, the provider's
+	// prompt cache key: factory build passes one per build; "" means one
+	// derived from the run id (the work order and its baseline).
+	CacheKey string
+	// SharedContext lists the context files many work orders of the build
+	// share: the SE prompt shows those of this order's context files first,
+	// in a section other orders' prompts repeat byte for byte (see
+	// buildPrompt). Nil: every context file is the order's own.
+	SharedContext []string
 
 	MaxAttempts    int
 	CommandTimeout time.Duration

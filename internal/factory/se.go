@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -30,13 +31,20 @@ func (r *Run) se(ctx context.Context, s *state) error {
 	if err != nil {
 		return err
 	}
-	if err := a.batch.WriteFile(filepath.Join(a.dir, "se_prompt.txt"), []byte("### system\n"+prompt.system+"\n### user\n"+prompt.user), 0o644); err != nil {
+	if err := a.batch.WriteFile(filepath.Join(a.dir, "se_prompt.txt"), []byte("### system\n"+prompt.system+"\n### user\n"+strings.Join(prompt.user, "")), 0o644); err != nil {
 		return err
 	}
 	req := llm.Request{
 		Model:       r.opts.ModelName,
 		Temperature: r.opts.Temperature,
-		Messages:    []llm.Message{{Role: "system", Content: prompt.system}, {Role: "user", Content: prompt.user}},
+		Messages:    []llm.Message{{Role: "system", Content: prompt.system}},
+		CacheKey:    r.opts.CacheKey,
+	}
+	if req.CacheKey == "" {
+		req.CacheKey = "factory-run-" + r.runID
+	}
+	for _, seg := range prompt.user {
+		req.Messages = append(req.Messages, llm.Message{Role: "user", Content: seg})
 	}
 	if r.opts.JSONSchema {
 		schema, err := workorder.ProposalResponseSchema()
@@ -112,7 +120,12 @@ func (r *Run) checkConditions(conds []workorder.Condition) string {
 	return strings.Join(failed, "; ")
 }
 
-type prompt struct{ system, user string }
+// prompt is the SE's request: the system prompt, then the user turn in
+// cache segments, stablest first (see buildPrompt).
+type prompt struct {
+	system string
+	user   []string
+}
 
 const systemPrompt = `You are the SE (software engineer) step of a deterministic build harness.
 You propose complete new contents for files. The harness, not you, checks the proposal,
@@ -133,9 +146,60 @@ Rules the harness enforces (a violation fails the attempt and nothing is written
 - Commands run without a shell and files are written without executable bits: scripts are
   run as "bash scripts/x.sh" or "python x.py", never "./x".`
 
+// buildPrompt lays the SE prompt out for prompt caching: what changes least
+// comes first, so that every request shares the longest possible prefix
+// with the ones before it. The system prompt is fixed (no ids, no times);
+// the user turn has three segments, each a separate message:
+//
+//  1. shared: the order's context files that the build lists as shared
+//     (Options.SharedContext), sorted — the same bytes in every order that
+//     lists them, as long as no order in between changed them;
+//  2. the order's own: its other context files, sorted, then the work
+//     order itself (intent, notes, allowed files with their hashes,
+//     forbidden, acceptance, verification, postconditions) — the same bytes
+//     in every attempt, since each starts from the same baseline;
+//  3. the tail: the previous attempt's failure brief, if any, and the
+//     closing instruction.
+//
+// A segment with nothing in it is left out. TestSEPromptPrefixStable
+// fails if something that varies between attempts moves before the tail.
 func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 	wo := r.opts.WorkOrder
+	shared, own := splitContext(wo.ContextFiles, r.opts.SharedContext)
+	budget := workorder.ContextReadBudget
+	contextPart := func(title string, paths []string) (string, error) {
+		var b strings.Builder
+		b.WriteString(title)
+		for _, p := range paths {
+			section, used, err := r.contextSection(p, budget)
+			if err != nil {
+				return "", err
+			}
+			budget -= used
+			b.WriteString(section)
+		}
+		return b.String(), nil
+	}
+	var segments []string
+	if len(shared) > 0 {
+		part, err := contextPart("# Context files shared with other work orders of this build\n", shared)
+		if err != nil {
+			return prompt{}, err
+		}
+		segments = append(segments, part)
+	}
+
 	var b strings.Builder
+	switch {
+	case len(own) > 0:
+		part, err := contextPart("# Context files\n", own)
+		if err != nil {
+			return prompt{}, err
+		}
+		b.WriteString(part + "\n")
+	case len(shared) == 0:
+		b.WriteString("# Context files\n(none)\n\n")
+	}
 	fmt.Fprintf(&b, "# Work order %s: %s\n\n## Intent\n%s\n", wo.ID, wo.Title, wo.Intent)
 	if wo.Notes != nil && strings.TrimSpace(*wo.Notes) != "" {
 		fmt.Fprintf(&b, "\n## Notes\n%s\n", *wo.Notes)
@@ -174,19 +238,9 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 			fmt.Fprintf(&b, "- %s %s\n", c.Kind, c.Path)
 		}
 	}
-	b.WriteString("\n## Context files\n")
-	if len(wo.ContextFiles) == 0 {
-		b.WriteString("(none)\n")
-	}
-	budget := workorder.ContextReadBudget
-	for _, p := range wo.ContextFiles {
-		section, used, err := r.contextSection(p, budget)
-		if err != nil {
-			return prompt{}, err
-		}
-		budget -= used
-		b.WriteString(section)
-	}
+	segments = append(segments, b.String())
+
+	b.Reset()
 	if previous != nil {
 		b.WriteString("\n## The previous attempt failed; the repository was rolled back to the baseline\n")
 		fmt.Fprintf(&b, "stage: %s\n", previous.Stage)
@@ -200,7 +254,32 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 		fmt.Fprintf(&b, "reminder: %s\n", previous.ConstraintsReminder)
 	}
 	b.WriteString("\nReply now with the JSON object only.\n")
-	return prompt{system: systemPrompt, user: b.String()}, nil
+	segments = append(segments, b.String())
+	return prompt{system: systemPrompt, user: segments}, nil
+}
+
+// splitContext splits an order's context files into those the build
+// shares and its own, each sorted and without repeats.
+func splitContext(files, sharedByBuild []string) (shared, own []string) {
+	isShared := make(map[string]bool, len(sharedByBuild))
+	for _, p := range sharedByBuild {
+		isShared[p] = true
+	}
+	seen := map[string]bool{}
+	for _, p := range files {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if isShared[p] {
+			shared = append(shared, p)
+		} else {
+			own = append(own, p)
+		}
+	}
+	slices.Sort(shared)
+	slices.Sort(own)
+	return shared, own
 }
 
 // verifyRule states the global verification that will run after the

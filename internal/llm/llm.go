@@ -66,6 +66,15 @@ type Usage struct {
 	CacheWriteTokens  int64 `json:"cache_write_tokens"`
 }
 
+// Add is u plus v, field by field.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens: u.TotalTokens + v.TotalTokens, CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+	}
+}
+
 // UncachedInputTokens is the input neither read from nor written to a
 // cache, never negative (a server's parts may not add up).
 func (u Usage) UncachedInputTokens() int64 {

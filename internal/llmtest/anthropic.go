@@ -29,8 +29,13 @@ type AnthropicReply struct {
 	// StreamError is an error type sent after the first content delta.
 	StreamError string
 	// InputTokens and OutputTokens are the usage reported; 0 means 100
-	// and 20, as the OpenAI servers report.
-	InputTokens, OutputTokens int64
+	// and 20, as the OpenAI servers report. CacheReadTokens and
+	// CacheWriteTokens are cache_read_input_tokens and
+	// cache_creation_input_tokens, reported in message_start and again,
+	// cumulatively, in message_delta. A server with SimulateCache reports
+	// its cache's figures instead.
+	InputTokens, OutputTokens         int64
+	CacheReadTokens, CacheWriteTokens int64
 }
 
 // AnthropicServer is a running scripted Messages API server. Only
@@ -40,7 +45,18 @@ type AnthropicServer struct {
 
 	mu      sync.Mutex
 	replies []AnthropicReply
+	cache   *PromptCache
 	requestLog
+}
+
+// SimulateCache makes s report cache reads and writes as Anthropic's prompt
+// cache would, at the requests' cache_control breakpoints (see
+// PromptCache), and returns the cache.
+func (s *AnthropicServer) SimulateCache() *PromptCache {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache = &PromptCache{}
+	return s.cache
 }
 
 // StartAnthropic serves replies, in order, until the test ends. A request
@@ -75,6 +91,12 @@ func (s *AnthropicServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := s.replies[0]
 	s.replies = s.replies[1:]
+	if s.cache != nil && reply.Status == 0 {
+		reply.InputTokens, reply.CacheReadTokens, reply.CacheWriteTokens = s.cache.anthropic(anthropicBlocks(req))
+		if reply.OutputTokens == 0 {
+			reply.OutputTokens = 20
+		}
+	}
 	s.mu.Unlock()
 
 	if reply.Status == DropConnection {
@@ -125,7 +147,8 @@ func (s *AnthropicServer) stream(w http.ResponseWriter, req map[string]any, repl
 	events := []map[string]any{
 		{"type": "message_start", "message": map[string]any{
 			"id": "msg_test", "type": "message", "role": "assistant", "model": model, "content": []any{},
-			"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": in, "output_tokens": 1},
+			"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": in, "output_tokens": 1,
+				"cache_read_input_tokens": reply.CacheReadTokens, "cache_creation_input_tokens": reply.CacheWriteTokens},
 		}},
 		{"type": "content_block_start", "index": 0, "content_block": block},
 		{"type": "ping"},
@@ -137,7 +160,8 @@ func (s *AnthropicServer) stream(w http.ResponseWriter, req map[string]any, repl
 		events = append(events,
 			map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": deltaType, deltaField: reply.Content[half:]}},
 			map[string]any{"type": "content_block_stop", "index": 0},
-			map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out}},
+			map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": out,
+				"cache_read_input_tokens": reply.CacheReadTokens, "cache_creation_input_tokens": reply.CacheWriteTokens}},
 			map[string]any{"type": "message_stop"},
 		)
 	}

@@ -37,6 +37,10 @@ type ResponsesReply struct {
 	// PollErrors are HTTP status codes returned by this response's polls
 	// before they walk Statuses; each failed poll consumes one.
 	PollErrors []int
+	// InputTokens and CachedTokens are the usage reported
+	// (input_tokens_details.cached_tokens); InputTokens 0 means 100. A
+	// server with SimulateCache reports its cache's figures instead.
+	InputTokens, CachedTokens int64
 }
 
 // ResponsesServer is a running scripted Responses API server.
@@ -47,6 +51,7 @@ type ResponsesServer struct {
 	replies []ResponsesReply
 	answer  func(req map[string]any) ResponsesReply // StartResponsesFunc
 	requestLog
+	cache   *PromptCache
 	live    map[string]*liveResponse
 	created int
 	polls   int
@@ -123,6 +128,9 @@ func (s *ResponsesServer) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := s.replies[0]
 	s.replies = s.replies[1:]
+	if s.cache != nil {
+		reply.InputTokens, reply.CachedTokens = s.cache.openai(openaiPrompt(req))
+	}
 	s.created++
 	id := fmt.Sprintf("resp_%d", s.created)
 	model, _ := req["model"].(string)
@@ -192,10 +200,14 @@ func responseObject(id, status string, lr *liveResponse) map[string]any {
 			"type": "message", "id": "msg_" + id, "status": status, "role": "assistant",
 			"content": []any{map[string]any{"type": "output_text", "text": lr.reply.Content, "annotations": []any{}}},
 		}}
+		in := lr.reply.InputTokens
+		if in == 0 {
+			in = 100
+		}
 		obj["usage"] = map[string]any{
-			"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"input_tokens": in, "input_tokens_details": map[string]any{"cached_tokens": lr.reply.CachedTokens},
 			"output_tokens": 20, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
-			"total_tokens": 120,
+			"total_tokens": in + 20,
 		}
 		if status == "incomplete" {
 			obj["incomplete_details"] = map[string]any{"reason": lr.reply.Incomplete}
@@ -230,6 +242,15 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
+}
+
+// SimulateCache makes s report cached tokens as an OpenAI-style prompt
+// cache over its submissions would (see PromptCache), and returns the cache.
+func (s *ResponsesServer) SimulateCache() *PromptCache {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache = &PromptCache{}
+	return s.cache
 }
 
 // Polls counts the status polls (GET /v1/responses/{id}) received so far.

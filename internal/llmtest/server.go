@@ -23,10 +23,14 @@ import (
 // to the answer (e.g. Retry-After).
 type Reply struct {
 	Content string
-	Status  int
-	Body    string
-	Header  map[string]string
-	Delay   time.Duration
+	// PromptTokens, CachedTokens and CacheWriteTokens are the usage
+	// reported (prompt_tokens_details for the cache); PromptTokens 0 means
+	// 100. A server with SimulateCache reports its cache's figures instead.
+	PromptTokens, CachedTokens, CacheWriteTokens int64
+	Status                                       int
+	Body                                         string
+	Header                                       map[string]string
+	Delay                                        time.Duration
 }
 
 // Server is a running scripted server.
@@ -36,7 +40,17 @@ type Server struct {
 	mu      sync.Mutex
 	replies []Reply
 	answer  func(req map[string]any) Reply // StartFunc
+	cache   *PromptCache
 	requestLog
+}
+
+// SimulateCache makes s report cached tokens as an OpenAI-style prompt
+// cache over its requests would (see PromptCache), and returns the cache.
+func (s *Server) SimulateCache() *PromptCache {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache = &PromptCache{}
+	return s.cache
 }
 
 // Start serves replies until the test ends. A request beyond the script gets
@@ -95,6 +109,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := s.replies[0]
 	s.replies = s.replies[1:]
+	if s.cache != nil && reply.Status == 0 {
+		reply.PromptTokens, reply.CachedTokens = s.cache.openai(openaiPrompt(req))
+	}
 	s.mu.Unlock()
 
 	if reply.Delay > 0 {
@@ -118,13 +135,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	model, _ := req["model"].(string)
+	prompt := reply.PromptTokens
+	if prompt == 0 {
+		prompt = 100
+	}
 	resp := map[string]any{
 		"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
 		"choices": []any{map[string]any{
 			"index": 0, "finish_reason": "stop",
 			"message": map[string]any{"role": "assistant", "content": reply.Content},
 		}},
-		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": 20, "total_tokens": prompt + 20,
+			"prompt_tokens_details": map[string]any{"cached_tokens": reply.CachedTokens, "cache_write_tokens": reply.CacheWriteTokens}},
 	}
 	json.NewEncoder(w).Encode(resp)
 }

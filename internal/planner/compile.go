@@ -41,6 +41,9 @@ type Options struct {
 	Env             Env
 	ArtifactsDir    string
 	Progress        io.Writer
+	// CacheKey is every request's llm.Request.CacheKey (the provider's
+	// prompt cache key); "" means one derived from the compile hash.
+	CacheKey string
 }
 
 // CompileHash is sha256(spec + template + model + reasoning_effort)[:16]:
@@ -241,7 +244,7 @@ func (c *compiler) validationLoop(ctx context.Context, base, purpose string) (st
 			return "", Result{}, err
 		}
 		c.progress("attempt %d: asking %s for a %s", n, c.o.ModelName, strings.ReplaceAll(purpose, "_", " "))
-		resp, err := c.ask(ctx, c.o.ModelName, prompt, nil)
+		resp, err := c.ask(ctx, c.o.ModelName, cacheSegments(base, prompt), nil)
 		if err != nil {
 			return "", Result{}, err
 		}
@@ -276,12 +279,28 @@ func (c *compiler) validationLoop(ctx context.Context, base, purpose string) (st
 	return content, res, &InvalidPlanError{Issues: res.Errors()}
 }
 
-func (c *compiler) ask(ctx context.Context, model, prompt string, schema *responseSchema) (llm.Response, error) {
+// cacheSegments splits a prompt that starts with base into the stable
+// base and the rest (a revision's previous reply and errors), the user
+// message segments a provider can cache separately (see llm.Message).
+func cacheSegments(base, prompt string) []string {
+	if rest, ok := strings.CutPrefix(prompt, base); ok && rest != "" && base != "" {
+		return []string{base, rest}
+	}
+	return []string{prompt}
+}
+
+func (c *compiler) ask(ctx context.Context, model string, segments []string, schema *responseSchema) (llm.Response, error) {
 	req := llm.Request{
 		Model:           model,
-		Messages:        []llm.Message{{Role: "user", Content: prompt}},
 		ReasoningEffort: c.o.ReasoningEffort,
 		MaxOutputTokens: c.o.MaxOutputTokens,
+		CacheKey:        c.o.CacheKey,
+	}
+	if req.CacheKey == "" {
+		req.CacheKey = "factory-plan-" + c.sum.CompileHash
+	}
+	for _, s := range segments {
+		req.Messages = append(req.Messages, llm.Message{Role: "user", Content: s})
 	}
 	if schema != nil {
 		req.SchemaName, req.Schema = schema.name, schema.schema
@@ -293,9 +312,7 @@ func (c *compiler) ask(ctx context.Context, model, prompt string, schema *respon
 		}
 		return llm.Response{}, &ModelError{Err: err}
 	}
-	c.sum.Usage.PromptTokens += resp.Usage.PromptTokens
-	c.sum.Usage.CompletionTokens += resp.Usage.CompletionTokens
-	c.sum.Usage.TotalTokens += resp.Usage.TotalTokens
+	c.sum.Usage = c.sum.Usage.Add(resp.Usage)
 	return resp, nil
 }
 

@@ -53,7 +53,7 @@ func (c *compiler) review(ctx context.Context, cycle int, content string) ([]Fin
 		return nil, err
 	}
 	c.progress("review %d: asking %s to review the plan", cycle, c.o.ReviewModelName)
-	resp, err := c.ask(ctx, c.o.ReviewModelName, prompt, schema)
+	resp, err := c.ask(ctx, c.o.ReviewModelName, []string{prompt}, schema)
 	if err != nil {
 		return nil, err
 	}
