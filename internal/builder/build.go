@@ -486,22 +486,29 @@ func (b *builder) cacheKey() string {
 }
 
 // sharedContext lists the context files that two or more work orders of
-// the plan read, sorted: the SE prompt's shared section.
-func sharedContext(m *workorder.Manifest) []string {
-	count := map[string]int{}
+// the plan read, and those of them no work order may write, sorted: the SE
+// prompt's shared sections (see factory.Options.SharedContext).
+func sharedContext(m *workorder.Manifest) (shared, stable []string) {
+	count, written := map[string]int{}, map[string]bool{}
 	for _, wo := range m.WorkOrders {
 		for _, p := range slices.Compact(slices.Sorted(slices.Values(wo.ContextFiles))) {
 			count[p]++
 		}
+		for _, p := range wo.AllowedFiles {
+			written[p] = true
+		}
 	}
-	var shared []string
 	for p, n := range count {
 		if n >= 2 {
 			shared = append(shared, p)
+			if !written[p] {
+				stable = append(stable, p)
+			}
 		}
 	}
 	slices.Sort(shared)
-	return shared
+	slices.Sort(stable)
+	return shared, stable
 }
 
 func (b *builder) compiledPlanDir() string {

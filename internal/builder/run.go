@@ -241,7 +241,8 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	opts := b.o.Run
 	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
 	opts.KeepJournal = true // until the commit is made: see commit
-	opts.CacheKey, opts.SharedContext = b.cacheKey(), sharedContext(b.plan)
+	opts.CacheKey = b.cacheKey()
+	opts.SharedContext, opts.StableContext = sharedContext(b.plan)
 	// Clean since the start's check or the last commit's; from here on,
 	// only until the attempt changes the tree.
 	opts.Clean, b.clean = b.clean, false

@@ -40,10 +40,12 @@ type Options struct {
 	// derived from the run id (the work order and its baseline).
 	CacheKey string
 	// SharedContext lists the context files many work orders of the build
-	// share: the SE prompt shows those of this order's context files first,
-	// in a section other orders' prompts repeat byte for byte (see
-	// buildPrompt). Nil: every context file is the order's own.
-	SharedContext []string
+	// share, and StableContext those of them no work order of the build may
+	// write: the SE prompt shows this order's shared context files first,
+	// the stable ones before the others, in sections other orders' prompts
+	// repeat byte for byte (see buildPrompt). Nil: every context file is
+	// the order's own.
+	SharedContext, StableContext []string
 
 	MaxAttempts    int
 	CommandTimeout time.Duration

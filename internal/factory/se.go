@@ -151,21 +151,26 @@ Rules the harness enforces (a violation fails the attempt and nothing is written
 // with the ones before it. The system prompt is fixed (no ids, no times);
 // the user turn has three segments, each a separate message:
 //
-//  1. shared: the order's context files that the build lists as shared
-//     (Options.SharedContext), sorted — the same bytes in every order that
-//     lists them, as long as no order in between changed them;
-//  2. the order's own: its other context files, sorted, then the work
+//  1. stable shared: the order's context files that the build lists as
+//     shared and that no work order of the build may write
+//     (Options.StableContext), sorted — the same bytes in every order that
+//     lists them;
+//  2. other shared: its other shared context files, sorted — the same
+//     bytes in every order that lists them until one changes them;
+//  3. the order's own: its other context files, sorted, then the work
 //     order itself (intent, notes, allowed files with their hashes,
 //     forbidden, acceptance, verification, postconditions) — the same bytes
 //     in every attempt, since each starts from the same baseline;
-//  3. the tail: the previous attempt's failure brief, if any, and the
+//  4. the tail: the previous attempt's failure brief, if any, and the
 //     closing instruction.
 //
-// A segment with nothing in it is left out. TestSEPromptPrefixStable
+// A segment with nothing in it is left out. With the system prompt that
+// makes at most four places to cache up to, Anthropic's limit. TestSEPromptPrefixStable
 // fails if something that varies between attempts moves before the tail.
 func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 	wo := r.opts.WorkOrder
 	shared, own := splitContext(wo.ContextFiles, r.opts.SharedContext)
+	stable, shared := splitContext(shared, r.opts.StableContext)
 	budget := workorder.ContextReadBudget
 	contextPart := func(title string, paths []string) (string, error) {
 		var b strings.Builder
@@ -181,8 +186,17 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 		return b.String(), nil
 	}
 	var segments []string
-	if len(shared) > 0 {
-		part, err := contextPart("# Context files shared with other work orders of this build\n", shared)
+	for _, sec := range []struct {
+		title string
+		paths []string
+	}{
+		{"# Context files shared with other work orders of this build, which none of them writes\n", stable},
+		{"# Context files shared with other work orders of this build\n", shared},
+	} {
+		if len(sec.paths) == 0 {
+			continue
+		}
+		part, err := contextPart(sec.title, sec.paths)
 		if err != nil {
 			return prompt{}, err
 		}
@@ -197,7 +211,7 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 			return prompt{}, err
 		}
 		b.WriteString(part + "\n")
-	case len(shared) == 0:
+	case len(shared) == 0 && len(stable) == 0:
 		b.WriteString("# Context files\n(none)\n\n")
 	}
 	fmt.Fprintf(&b, "# Work order %s: %s\n\n## Intent\n%s\n", wo.ID, wo.Title, wo.Intent)
@@ -258,11 +272,11 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 	return prompt{system: systemPrompt, user: segments}, nil
 }
 
-// splitContext splits an order's context files into those the build
-// shares and its own, each sorted and without repeats.
-func splitContext(files, sharedByBuild []string) (shared, own []string) {
-	isShared := make(map[string]bool, len(sharedByBuild))
-	for _, p := range sharedByBuild {
+// splitContext splits files into those listed in set and the others,
+// each sorted and without repeats.
+func splitContext(files, set []string) (in, out []string) {
+	isShared := make(map[string]bool, len(set))
+	for _, p := range set {
 		isShared[p] = true
 	}
 	seen := map[string]bool{}
@@ -272,14 +286,14 @@ func splitContext(files, sharedByBuild []string) (shared, own []string) {
 		}
 		seen[p] = true
 		if isShared[p] {
-			shared = append(shared, p)
+			in = append(in, p)
 		} else {
-			own = append(own, p)
+			out = append(out, p)
 		}
 	}
-	slices.Sort(shared)
-	slices.Sort(own)
-	return shared, own
+	slices.Sort(in)
+	slices.Sort(out)
+	return in, out
 }
 
 // verifyRule states the global verification that will run after the
