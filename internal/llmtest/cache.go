@@ -24,6 +24,26 @@ type PromptCache struct {
 	mu      sync.Mutex
 	prompts []string        // OpenAI: every prompt seen
 	written map[string]bool // Anthropic: the prefixes written
+	usage   []CacheUsage
+}
+
+// CacheUsage is what the cache reported for one request: all its input
+// tokens, and the parts read from and written to the cache.
+type CacheUsage struct{ Input, Read, Write int64 }
+
+// ReadShare is Read ÷ Input.
+func (u CacheUsage) ReadShare() float64 {
+	if u.Input == 0 {
+		return 0
+	}
+	return float64(u.Read) / float64(u.Input)
+}
+
+// Usage returns what the cache reported for each request, in order.
+func (c *PromptCache) Usage() []CacheUsage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]CacheUsage(nil), c.usage...)
 }
 
 // Cache minimums and steps, as the providers document them.
@@ -49,11 +69,11 @@ func (c *PromptCache) openai(prompt string) (input, cached int64) {
 	}
 	c.prompts = append(c.prompts, prompt)
 	input = tokens(len(prompt))
-	hit := int64(best / 4) // whole tokens of the shared prefix
-	if hit < cacheMinTokens {
-		return input, 0
+	if hit := int64(best / 4); hit >= cacheMinTokens { // whole tokens of the shared prefix
+		cached = hit / cacheStepTokens * cacheStepTokens
 	}
-	return input, hit / cacheStepTokens * cacheStepTokens
+	c.usage = append(c.usage, CacheUsage{Input: input, Read: cached})
+	return input, cached
 }
 
 // anthropic takes the request's blocks in order, each with whether it
@@ -89,6 +109,7 @@ func (c *PromptCache) anthropic(blocks []cacheBlock) (uncached, read, write int6
 	}
 	read = tokens(readBytes)
 	write = tokens(writeEnd) - read
+	c.usage = append(c.usage, CacheUsage{Input: total, Read: read, Write: write})
 	return total - read - write, read, write
 }
 
