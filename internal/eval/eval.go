@@ -529,6 +529,7 @@ func (e *eval) build(ctx context.Context, k RunKey, c *Case, p runPaths, log io.
 	}
 	bo.SpecPath, bo.PlanDir = c.SpecPath(), c.PlanDir()
 	bo.Repo, bo.Out, bo.Branch, bo.Progress = p.repo, p.out, "", log
+	bo.CacheKey = e.cacheKey(k)
 	bo.Run.Progress = nil
 	if c.MaxAttempts > 0 {
 		bo.Run.MaxAttempts = c.MaxAttempts
@@ -541,6 +542,13 @@ func (e *eval) build(ctx context.Context, k RunKey, c *Case, p runPaths, log io.
 	}
 	bo.Run.Sandbox.Hide = append(append([]string(nil), bo.Run.Sandbox.Hide...), e.hide...)
 	return builder.Run(ctx, bo)
+}
+
+// cacheKey is run k's prompt cache key: its own, not shared with the
+// user's builds of the same plan nor with the eval's other runs, and
+// derived from the eval id, so a replay sends the same.
+func (e *eval) cacheKey(k RunKey) string {
+	return "factory-eval-" + e.id + "-" + canon.SHA256Hex([]byte(k.String()))[:8]
 }
 
 func roundSeconds(d time.Duration) float64 {
