@@ -65,8 +65,10 @@ type Spec struct {
 	// and SIGKILL only after this long, so an agent can stop its own children cleanly.
 	TermGrace time.Duration
 	// Sandbox confines the command and everything it starts (see package sandbox); nil runs it with
-	// this process's privileges. The process started is still the command's own, so the timeout,
-	// exit status, signals, output cap and OnStart work as without.
+	// this process's privileges. The process started leads the command's process group and ends as
+	// the command does (with the namespaces mechanism it is the sandbox's init standing in for the
+	// command, which runs under an init of its own PID namespace), so the timeout, exit status,
+	// signals, output cap and OnStart work as without.
 	Sandbox *sandbox.Policy
 }
 

@@ -57,11 +57,14 @@ func (pl plan) args(path string, argv []string) []string {
 const initArg0 = "factory-sandbox-init"
 
 // Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the
-// sandbox's init (package initbin), which confines itself and then executes the command. It keeps the
-// command's process group, environment (but for TMPDIR and HOME), directory and output files, so
-// that the process started is the command's own, with its pid, exit status and signals; the
-// returned cleanup removes the private directories once the command and everything it started are
-// gone. A policy that does not confine leaves cmd alone.
+// sandbox's init (package initbin), which confines itself and then runs the command. It keeps the
+// command's process group, environment (but for TMPDIR and HOME), directory and output files. With
+// the namespaces mechanism the command runs as the child of an init that is PID 1 of a new PID
+// namespace, and the process started stands in for it: it leads the process group the command is
+// in, ends with the command's exit code or signal, and takes PID 1, and so everything the command
+// started, with it when it dies (as it does with factory). Otherwise the process started is the
+// command's own. The returned cleanup removes the private directories once the command and
+// everything it started are gone. A policy that does not confine leaves cmd alone.
 //
 // If cmd.Err is set (the program was not found), cmd is left alone so that Start reports it. If
 // the init cannot confine or execute the command, the command exits with code 125 and a
@@ -80,8 +83,9 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	ns := p.mech == MechanismNamespaces
-	// Only the fork can make a PID namespace in which the command is the process factory started
-	// (p.pids is only ever set with namespaces): the init makes the others itself.
+	// With p.pids (agent CLIs; only ever set with namespaces) the fork makes the namespaces and the
+	// agent is PID 1 of its PID namespace; otherwise the init makes them, a PID namespace among them,
+	// and runs the command under PID 1 of it.
 	pl := plan{makeNS: ns && !p.pids, pids: p.pids, hostNet: p.hostNet, probe: probe,
 		writable: []string{p.workTree}, readOnly: p.readOnly, hide: p.hide, ports: p.ports, abi: p.abi, parent: os.Getpid()}
 	home, tmpdir := p.home, "/tmp"
@@ -130,8 +134,8 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 // The fork stays cheap: Go forks sharing factory's address space until the exec (vfork) unless the
 // child is to enter a new user namespace at the fork, when it copies the whole address space, at a
 // cost that grows with factory's heap (5.7 ms of CPU per command with an empty heap, 17.5 ms with
-// 150 MB: bench/README.md). So the init makes the namespaces itself, but for a PID namespace, which
-// only the fork can give the command's own process.
+// 150 MB: bench/README.md). So the init makes the namespaces itself, a PID namespace among them,
+// but for an agent CLI's, where the agent itself is to be PID 1, which only the fork can give.
 func wrapCmd(cmd *exec.Cmd, pl plan, init string) {
 	cmd.Args = pl.args(cmd.Path, cmd.Args)
 	cmd.Path = init
