@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -184,4 +185,37 @@ func canonicalJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// factory run with --prices that sets the cache prices: the run summary
+// and each attempt record count the cached tokens, and cost_usd prices
+// each part at its own rate; the retry's prompt key is the run's own.
+func TestRunPricesCachedTokens(t *testing.T) {
+	bad, ok := good(calcBad), good(calcV2)
+	bad.PromptTokens, bad.CachedTokens = 2000, 0
+	ok.PromptTokens, ok.CachedTokens, ok.CacheWriteTokens = 2100, 1920, 100
+	f := newFixture(t, workOrder(), bad, ok)
+	prices := filepath.Join(t.TempDir(), "prices.json")
+	writeFiles(t, filepath.Dir(prices), map[string]string{"prices.json": `{"prices": {"test-model":
+		{"input_per_mtok": 1, "output_per_mtok": 4, "cached_input_per_mtok": 0.25, "cache_write_per_mtok": 1.5}}}`})
+	res := f.run(t, "--prices", prices)
+	if res.code != ExitPass {
+		t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	sum := f.summary(t, res)
+	first := (2000*1 + 20*4) / 1e6
+	second := (80*1 + 1920*0.25 + 100*1.5 + 20*4) / 1e6
+	if sum.CostUSD == nil || math.Abs(*sum.CostUSD-(first+second)) > 1e-12 {
+		t.Errorf("cost_usd = %v, want %v", sum.CostUSD, first+second)
+	}
+	if sum.Usage.CachedInputTokens != 1920 || sum.Usage.CacheWriteTokens != 100 || sum.Usage.PromptTokens != 4100 {
+		t.Errorf("usage = %+v", sum.Usage)
+	}
+	if a := sum.Attempts[1]; a.CostUSD == nil || math.Abs(*a.CostUSD-second) > 1e-12 || a.Usage.CachedInputTokens != 1920 {
+		t.Errorf("attempt 2: cost %v, usage %+v", a.CostUSD, a.Usage)
+	}
+	reqs := f.srv.Requests()
+	if reqs[0]["prompt_cache_key"] != "factory-run-"+sum.RunID || reqs[1]["prompt_cache_key"] != reqs[0]["prompt_cache_key"] {
+		t.Errorf("prompt_cache_key %v then %v, want factory-run-%s twice", reqs[0]["prompt_cache_key"], reqs[1]["prompt_cache_key"], sum.RunID)
+	}
 }

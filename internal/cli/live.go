@@ -199,10 +199,14 @@ func (v *liveView) fit(line string) string {
 }
 
 func spendText(s builder.Spend) string {
-	if s.CostUSD == nil {
-		return fmt.Sprintf("%d tokens", s.Tokens)
+	cached := ""
+	if s.CachedInputTokens > 0 {
+		cached = fmt.Sprintf(" (%.0f%% cached)", 100*s.CacheHitRate())
 	}
-	return fmt.Sprintf("%d tokens, $%.4f", s.Tokens, *s.CostUSD)
+	if s.CostUSD == nil {
+		return fmt.Sprintf("%d tokens%s", s.Tokens, cached)
+	}
+	return fmt.Sprintf("%d tokens%s, $%.4f", s.Tokens, cached, *s.CostUSD)
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }

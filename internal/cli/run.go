@@ -96,7 +96,7 @@ func addAttemptFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
 	f.Int64Var(&o.maxTokens, "max-tokens", 0, "stop before a model call that could take the tokens used past this (0: no limit); exit 5")
 	f.Float64Var(&o.maxCostUSD, "max-cost-usd", 0, "stop before a model call that could take the estimated cost past this many US dollars (0: no limit; needs a known price); exit 5")
-	f.StringVar(&o.prices, "prices", "", "JSON file of model prices that add to or override the built-in table (see docs/providers.md)")
+	f.StringVar(&o.prices, "prices", "", "JSON file of model prices per million tokens (input, output and, optionally, cached input and cache writes) that add to or override the built-in table (see docs/providers.md)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "do not print progress to stderr")
 	f.BoolVar(&o.jsonOut, "json", false, "print run_summary.json to stdout instead of the verdict and summary path lines")
 }

@@ -89,14 +89,23 @@ func printStatus(env Env, st *builder.Status) {
 	printSpend(env, st.Spend)
 }
 
+// cacheText says how much of the input the providers read from their
+// prompt caches, or nothing when none was.
+func cacheText(cached int64, rate float64) string {
+	if cached == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d cached, %.0f%% of the input)", cached, 100*rate)
+}
+
 // printSpend says what the build's model calls spent, in every process.
 func printSpend(env Env, rec builder.SpendRecord) {
 	cost := "cost unknown"
 	if c := rec.Counted.Cost(); c != nil {
 		cost = fmt.Sprintf("$%.4f", *c)
 	}
-	fmt.Fprintf(env.Stdout, "spent: %d model calls, %d tokens, %s (counted against --max-tokens / --max-cost-usd)\n",
-		rec.Counted.Calls, rec.Counted.TotalTokens, cost)
+	fmt.Fprintf(env.Stdout, "spent: %d model calls, %d tokens%s, %s (counted against --max-tokens / --max-cost-usd)\n",
+		rec.Counted.Calls, rec.Counted.TotalTokens, cacheText(rec.Counted.CachedInputTokens, rec.Counted.CacheHitRate()), cost)
 	if rec.Resets > 0 {
 		fmt.Fprintf(env.Stdout, "spent in all: %d tokens over %d budget resets\n", rec.Total.TotalTokens, rec.Resets)
 	}

@@ -57,7 +57,7 @@ Exit codes: 0 stopped by a signal, 2 usage, 3 the server is unreachable.`,
 	f.StringVar(&o.run.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
 	f.StringVar(&o.run.envPolicy, "env-policy", "core", "environment of verification and acceptance commands: 'core' or 'all' (see 'factory run --help')")
 	f.StringArrayVar(&o.run.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable)")
-	f.StringVar(&o.run.prices, "prices", "", "JSON file of model prices that add to or override the built-in table (see docs/providers.md)")
+	f.StringVar(&o.run.prices, "prices", "", "JSON file of model prices per million tokens (input, output and, optionally, cached input and cache writes) that add to or override the built-in table (see docs/providers.md)")
 	f.BoolVarP(&o.run.quiet, "quiet", "q", false, "do not print progress to stderr")
 	o.run.sandbox.add(f)
 	return cmd
