@@ -114,8 +114,10 @@ type Summary struct {
 	// included (since the last --reset-budget).
 	Tokens  int64    `json:"tokens"`
 	CostUSD *float64 `json:"cost_usd"` // null when a model's price is unknown
-	// CachedInputTokens and CacheWriteTokens are the parts of the input
-	// read from and written to the providers' prompt caches.
+	// InputTokens is the prompt tokens of Tokens; CachedInputTokens and
+	// CacheWriteTokens are the parts of them read from and written to the
+	// providers' prompt caches.
+	InputTokens       int64       `json:"input_tokens"`
 	CachedInputTokens int64       `json:"cached_input_tokens"`
 	CacheWriteTokens  int64       `json:"cache_write_tokens"`
 	WorkOrders        []WorkOrder `json:"work_orders"`

@@ -46,7 +46,7 @@ func delta(before, after Spend) (int64, *float64) {
 func (b *builder) total() {
 	s := b.spent()
 	b.sum.Tokens, b.sum.CostUSD = s.Tokens, s.CostUSD
-	b.sum.CachedInputTokens, b.sum.CacheWriteTokens = s.CachedInputTokens, s.CacheWriteTokens
+	b.sum.InputTokens, b.sum.CachedInputTokens, b.sum.CacheWriteTokens = s.InputTokens, s.CachedInputTokens, s.CacheWriteTokens
 }
 
 // onEvent reports one node of a work order's run: a progress line and an

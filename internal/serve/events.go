@@ -17,26 +17,30 @@ const maxEventLine = 1 << 20
 // Event is one line of a build's events.jsonl (internal/builder writes
 // them as maps; these are the fields serve reads).
 type Event struct {
-	Event      string   `json:"event"`
-	TS         string   `json:"ts"`
-	WO         string   `json:"wo,omitempty"`
-	Attempt    int      `json:"attempt,omitempty"`
-	Node       string   `json:"node,omitempty"`
-	Verdict    string   `json:"verdict,omitempty"`
-	Stage      string   `json:"stage,omitempty"`
-	Tokens     int64    `json:"tokens,omitempty"`
-	CostUSD    *float64 `json:"cost_usd,omitempty"`
-	DurationMS int64    `json:"duration_ms,omitempty"`
-	Commit     string   `json:"commit,omitempty"`
-	PlanHash   string   `json:"plan_hash,omitempty"`
-	Branch     string   `json:"branch,omitempty"`
-	Repo       string   `json:"repo,omitempty"`
-	BaseCommit string   `json:"base_commit,omitempty"`
-	Error      string   `json:"error,omitempty"`
-	Name       string   `json:"name,omitempty"` // command_start: verify_1, acceptance_2, ...
-	Argv       []string `json:"argv,omitempty"` // command_start
-	WorkOrders int      `json:"work_orders,omitempty"`
-	Source     string   `json:"source,omitempty"`
+	Event   string `json:"event"`
+	TS      string `json:"ts"`
+	WO      string `json:"wo,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	Node    string `json:"node,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+	Stage   string `json:"stage,omitempty"`
+	Tokens  int64  `json:"tokens,omitempty"`
+	// InputTokens and CachedInputTokens: a node's prompt tokens and the
+	// part of them read from the provider's prompt cache.
+	InputTokens       int64    `json:"input_tokens,omitempty"`
+	CachedInputTokens int64    `json:"cached_input_tokens,omitempty"`
+	CostUSD           *float64 `json:"cost_usd,omitempty"`
+	DurationMS        int64    `json:"duration_ms,omitempty"`
+	Commit            string   `json:"commit,omitempty"`
+	PlanHash          string   `json:"plan_hash,omitempty"`
+	Branch            string   `json:"branch,omitempty"`
+	Repo              string   `json:"repo,omitempty"`
+	BaseCommit        string   `json:"base_commit,omitempty"`
+	Error             string   `json:"error,omitempty"`
+	Name              string   `json:"name,omitempty"` // command_start: verify_1, acceptance_2, ...
+	Argv              []string `json:"argv,omitempty"` // command_start
+	WorkOrders        int      `json:"work_orders,omitempty"`
+	Source            string   `json:"source,omitempty"`
 }
 
 // Time is the event's timestamp; zero if it has none.

@@ -24,8 +24,10 @@ type buildFold struct {
 	Ended        bool // the last session wrote build_end
 	Verdict      string
 	Tokens       int64
-	CostUSD      *float64 // cumulative, from the last node event
-	WOs          []*woFold
+	// InputTokens and CachedInputTokens are summed from the node events.
+	InputTokens, CachedInputTokens int64
+	CostUSD                        *float64 // cumulative, from the last node event
+	WOs                            []*woFold
 	// Current is the last event of the session, while it runs.
 	Current Event
 }
@@ -120,6 +122,8 @@ func (f *buildFold) apply(e Event) {
 			a.Verdict, a.Stage = e.Verdict, e.Stage
 		}
 		f.Tokens += e.Tokens
+		f.InputTokens += e.InputTokens
+		f.CachedInputTokens += e.CachedInputTokens
 		if e.CostUSD != nil {
 			c := *e.CostUSD
 			f.CostUSD = &c

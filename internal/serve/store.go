@@ -146,20 +146,32 @@ func (s *source) readDir(name string) ([]fs.DirEntry, error) {
 
 // Row is one line of the index.
 type Row struct {
-	Kind     string    `json:"kind"` // build, run or loop
-	ID       string    `json:"id"`
-	URL      string    `json:"url"`
-	Repo     string    `json:"repo,omitempty"`
-	Branch   string    `json:"branch,omitempty"`
-	Status   string    `json:"status"`
-	Detail   string    `json:"detail,omitempty"` // e.g. the build verdict behind FAIL
-	Passed   int       `json:"passed"`
-	Total    int       `json:"total"`
-	Started  time.Time `json:"started"`
-	Seconds  float64   `json:"duration_seconds"`
-	Tokens   int64     `json:"tokens"`
-	CostUSD  *float64  `json:"cost_usd"`
-	HasCount bool      `json:"-"` // passed/total is known
+	Kind    string    `json:"kind"` // build, run or loop
+	ID      string    `json:"id"`
+	URL     string    `json:"url"`
+	Repo    string    `json:"repo,omitempty"`
+	Branch  string    `json:"branch,omitempty"`
+	Status  string    `json:"status"`
+	Detail  string    `json:"detail,omitempty"` // e.g. the build verdict behind FAIL
+	Passed  int       `json:"passed"`
+	Total   int       `json:"total"`
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"duration_seconds"`
+	Tokens  int64     `json:"tokens"`
+	CostUSD *float64  `json:"cost_usd"`
+	// InputTokens and CachedInputTokens give the prompt cache's hit rate.
+	InputTokens       int64 `json:"input_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	HasCount          bool  `json:"-"` // passed/total is known
+}
+
+// CacheHitRate is the share of the input read from a prompt cache, as a
+// percentage; "" when nothing was.
+func (r Row) CacheHitRate() string {
+	if r.CachedInputTokens <= 0 || r.InputTokens <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(r.CachedInputTokens)/float64(r.InputTokens))
 }
 
 // buildEntry caches what was read of one build: its events are folded
@@ -427,7 +439,8 @@ func (s *store) buildRow(ctx context.Context, o int, hash string) (Row, bool) {
 		return Row{}, false
 	}
 	r := Row{Kind: "build", ID: hash, URL: fmt.Sprintf("/builds/%d/%s", o, hash), Repo: f.Repo, Branch: f.Branch,
-		Started: f.Start, Tokens: f.Tokens, CostUSD: f.CostUSD, Passed: f.passed(), Total: f.Total, HasCount: true}
+		Started: f.Start, Tokens: f.Tokens, CostUSD: f.CostUSD, Passed: f.passed(), Total: f.Total, HasCount: true,
+		InputTokens: f.InputTokens, CachedInputTokens: f.CachedInputTokens}
 	if sum != nil {
 		if r.Repo == "" {
 			r.Repo = sum.Repo
@@ -437,6 +450,7 @@ func (s *store) buildRow(ctx context.Context, o int, hash string) (Row, bool) {
 		}
 		if f.Ended || f.Lines == 0 {
 			r.Tokens, r.CostUSD = sum.Tokens, sum.CostUSD
+			r.InputTokens, r.CachedInputTokens = sum.InputTokens, sum.CachedInputTokens
 			if r.Total == 0 {
 				r.Total = len(sum.WorkOrders)
 			}
@@ -471,6 +485,7 @@ func (s *store) runRow(o int, id string) (Row, bool) {
 	if err == nil && src.readJSON(id+"/run_summary.json", &sum) == nil {
 		r.Seconds = sumInfo.ModTime().Sub(woInfo.ModTime()).Seconds()
 		r.Tokens, r.CostUSD = sum.Usage.TotalTokens, sum.CostUSD
+		r.InputTokens, r.CachedInputTokens = sum.Usage.PromptTokens, sum.Usage.CachedInputTokens
 		switch {
 		case sum.Verdict == factory.VerdictPass:
 			r.Status, r.Passed = StatusPass, 1

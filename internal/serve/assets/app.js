@@ -102,7 +102,8 @@
         f("detail").textContent = r.detail || "";
         if (r.total) f("count").textContent = r.passed + "/" + r.total;
         f("duration").textContent = fmtDur(r.duration_seconds);
-        f("tokens").textContent = String(r.tokens);
+        f("tokens").textContent = String(r.tokens) + (r.cached_input_tokens > 0 && r.input_tokens > 0 ?
+          " (" + Math.round(100 * r.cached_input_tokens / r.input_tokens) + "% cached)" : "");
         f("cost").textContent = r.cost_usd == null ? "—" : "$" + r.cost_usd.toFixed(4);
       });
     });
