@@ -12,6 +12,7 @@ import (
 
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/llmtest"
+	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 // The tests of issue 32: nothing a confined command starts outlives the
@@ -72,6 +73,11 @@ func aliveWith(token string) []int {
 	}
 	return pids
 }
+
+// inPIDNamespaces reports whether factory's default sandbox here gives each
+// command a PID namespace that dies with factory (so a recovery after a
+// SIGKILL finds nothing of the command left to kill).
+func inPIDNamespaces() bool { return sandbox.Detect().UserNamespaces }
 
 // waitForDaemon waits until the command marked started and both it and its
 // daemon run.
