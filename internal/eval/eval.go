@@ -471,6 +471,7 @@ func (e *eval) do(ctx context.Context, k RunKey) (Result, *llm.BudgetError) {
 	if sum != nil {
 		r.BuildVerdict, r.BuildDir = sum.Verdict, sum.BuildDir
 		r.Tokens, r.CostUSD = sum.Tokens, sum.CostUSD
+		r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens = sum.InputTokens, sum.CachedInputTokens, sum.CacheWriteTokens
 		r.WorkOrdersTotal = len(sum.WorkOrders)
 		first := len(sum.WorkOrders) > 0
 		for _, w := range sum.WorkOrders {

@@ -52,10 +52,16 @@ type Result struct {
 	FirstAttemptPass bool         `json:"first_attempt_pass"`
 	Tokens           int64        `json:"tokens"`
 	CostUSD          *float64     `json:"cost_usd"` // null when a price is unknown
-	WallSeconds      float64      `json:"wall_seconds"`
-	BuildDir         string       `json:"build_dir"` // the build's artifacts
-	Repo             string       `json:"repo"`
-	Error            string       `json:"error,omitempty"`
+	// InputTokens is the prompt tokens of Tokens; CachedInputTokens and
+	// CacheWriteTokens the parts of them read from and written to the
+	// providers' prompt caches.
+	InputTokens       int64   `json:"input_tokens"`
+	CachedInputTokens int64   `json:"cached_input_tokens"`
+	CacheWriteTokens  int64   `json:"cache_write_tokens"`
+	WallSeconds       float64 `json:"wall_seconds"`
+	BuildDir          string  `json:"build_dir"` // the build's artifacts
+	Repo              string  `json:"repo"`
+	Error             string  `json:"error,omitempty"`
 }
 
 func (r Result) key() RunKey { return RunKey{Case: r.Case, Model: r.Model, Run: r.Run} }
@@ -149,6 +155,9 @@ type ModelStats struct {
 	TokensPerSolved   *float64 `json:"tokens_per_solved"`
 	CostPerSolved     *float64 `json:"cost_usd_per_solved"`
 	MedianWallSeconds *float64 `json:"median_wall_seconds"`
+	// CacheHitRate is the share of the judged runs' input read from the
+	// providers' prompt caches; null without input.
+	CacheHitRate *float64 `json:"cache_hit_rate"`
 }
 
 // CaseStats is one case's line: solved runs per model.
@@ -189,6 +198,7 @@ func summarize(s Summary, results []Result) Summary {
 	for _, m := range s.Models {
 		st := ModelStats{Model: m}
 		var tokens, cost float64
+		var input, cached int64
 		costKnown := true
 		var walls []float64
 		for _, r := range results {
@@ -210,6 +220,7 @@ func summarize(s Summary, results []Result) Summary {
 				st.Unsolved++
 			}
 			tokens += float64(r.Tokens)
+			input, cached = input+r.InputTokens, cached+r.CachedInputTokens
 			if r.CostUSD == nil {
 				costKnown = false
 			} else {
@@ -226,6 +237,9 @@ func summarize(s Summary, results []Result) Summary {
 				st.MeanCostPerRun = ptr(cost / float64(judged))
 			}
 			st.MedianWallSeconds = ptr(median(walls))
+			if input > 0 {
+				st.CacheHitRate = ptr(float64(cached) / float64(input))
+			}
 		}
 		if st.Solved > 0 {
 			st.TokensPerSolved = ptr(tokens / float64(st.Solved))
@@ -287,12 +301,12 @@ func Wilson(k, n int) (low, high float64) {
 func PrintTable(w io.Writer, s Summary) {
 	fmt.Fprintf(w, "eval %s: %d case(s) × %d model(s) × %d run(s); %d of %d runs finished\n",
 		s.EvalID, len(s.Cases), len(s.Models), s.Runs, s.Finished, s.Planned)
-	rows := [][]string{{"model", "runs", "solved", "unsolved", "errors", "solve rate", "95% CI", "1st try", "tokens/run", "cost/run", "tokens/solved", "cost/solved", "median wall"}}
+	rows := [][]string{{"model", "runs", "solved", "unsolved", "errors", "solve rate", "95% CI", "1st try", "tokens/run", "cost/run", "tokens/solved", "cost/solved", "cached", "median wall"}}
 	for _, m := range s.PerModel {
 		rows = append(rows, []string{m.Model, itoa(m.Runs), itoa(m.Solved), itoa(m.Unsolved), itoa(m.Errors),
 			percent(m.SolveRate), interval(m.SolveRateLow, m.SolveRateHigh), itoa(m.SolvedFirstAttempt),
 			number(m.MeanTokensPerRun), dollars(m.MeanCostPerRun), number(m.TokensPerSolved), dollars(m.CostPerSolved),
-			seconds(m.MedianWallSeconds)})
+			percent(m.CacheHitRate), seconds(m.MedianWallSeconds)})
 	}
 	writeRows(w, rows)
 	fmt.Fprintln(w)

@@ -31,7 +31,7 @@ func TestSummarize(t *testing.T) {
 	cost := func(f float64) *float64 { return &f }
 	rs := []Result{
 		{Case: "b", Model: "m2", Run: 1, Status: StatusError},
-		{Case: "a", Model: "m2", Run: 1, Status: StatusSolved, Tokens: 100, CostUSD: cost(0.5), WallSeconds: 4},
+		{Case: "a", Model: "m2", Run: 1, Status: StatusSolved, Tokens: 100, CostUSD: cost(0.5), WallSeconds: 4, InputTokens: 80, CachedInputTokens: 60},
 		{Case: "a", Model: "m1", Run: 2, Status: StatusUnsolved, Tokens: 300, WallSeconds: 3},
 		{Case: "a", Model: "m1", Run: 1, Status: StatusSolved, FirstAttemptPass: true, Tokens: 100, CostUSD: cost(0.1), WallSeconds: 1},
 		{Case: "b", Model: "m1", Run: 1, Status: StatusSolved, Tokens: 200, CostUSD: cost(0.2), WallSeconds: 2},
@@ -56,6 +56,9 @@ func TestSummarize(t *testing.T) {
 	if m2.Runs != 2 || m2.Errors != 1 || m2.Solved != 1 || *m2.SolveRate != 1 || *m2.CostPerSolved != 0.5 || *m2.MedianWallSeconds != 4 {
 		t.Errorf("m2 (an error is not a judged run): %+v", m2)
 	}
+	if m2.CacheHitRate == nil || *m2.CacheHitRate != 0.75 || m1.CacheHitRate != nil {
+		t.Errorf("cache hit rates: m1 %v (no input reported: unknown), m2 %v (want 0.75)", m1.CacheHitRate, m2.CacheHitRate)
+	}
 	if s.Complete || s.Finished != 5 {
 		t.Errorf("complete %v finished %d: a run is missing and one errored", s.Complete, s.Finished)
 	}
@@ -64,7 +67,7 @@ func TestSummarize(t *testing.T) {
 	}
 	var table strings.Builder
 	PrintTable(&table, s)
-	for _, want := range []string{"m1     3     2       1         0       66.7%", "a     1/2  1/1", "b     1/1  0/0 (+1 error)"} {
+	for _, want := range []string{"m1     3     2       1         0       66.7%", "a     1/2  1/1", "b     1/1  0/0 (+1 error)", "cached", "75.0%"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

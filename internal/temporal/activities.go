@@ -162,12 +162,14 @@ func (s *session) stepSpend() Spend {
 }
 
 func spendOf(t llm.Tally) Spend {
-	return Spend{Tokens: t.TotalTokens, CostUSD: t.CostUSD, Unpriced: t.UnpricedCalls > 0}
+	return Spend{Tokens: t.TotalTokens, CostUSD: t.CostUSD, Unpriced: t.UnpricedCalls > 0,
+		InputTokens: t.PromptTokens, CachedInputTokens: t.CachedInputTokens, CacheWriteTokens: t.CacheWriteTokens}
 }
 
 // tally is s as a Tally a Meter can carry.
 func (s Spend) tally() llm.Tally {
-	t := llm.Tally{TotalTokens: s.Tokens, CostUSD: s.CostUSD}
+	t := llm.Tally{TotalTokens: s.Tokens, CostUSD: s.CostUSD, PromptTokens: s.InputTokens,
+		CachedInputTokens: s.CachedInputTokens, CacheWriteTokens: s.CacheWriteTokens}
 	if s.Unpriced {
 		t.UnpricedCalls = 1
 	}

@@ -165,6 +165,7 @@ func pushStart(ctx context.Context, local *gitws.Repo, b LocalBuild) (BuildInput
 func (r BuildResult) Summary() builder.Summary {
 	s := builder.Summary{Verdict: r.Verdict, PlanHash: r.PlanHash, PlanSource: r.PlanSource, PlanDir: r.PlanDir,
 		Branch: r.Branch, BaseCommit: r.BaseCommit, Tokens: r.Tokens, CostUSD: r.CostUSD, Failed: r.Failed,
+		InputTokens: r.InputTokens, CachedInputTokens: r.CachedInputTokens, CacheWriteTokens: r.CacheWriteTokens,
 		Error: r.Error, WorkOrders: []builder.WorkOrder{}}
 	for _, w := range r.WorkOrders {
 		s.WorkOrders = append(s.WorkOrders, w.WorkOrder)

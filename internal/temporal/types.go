@@ -100,10 +100,17 @@ type Spend struct {
 	Tokens   int64   `json:"tokens"`
 	CostUSD  float64 `json:"cost_usd"`
 	Unpriced bool    `json:"unpriced,omitempty"` // some call had no price: the cost is unknown
+	// InputTokens is the prompt tokens of Tokens; CachedInputTokens and
+	// CacheWriteTokens the parts read from and written to prompt caches.
+	InputTokens       int64 `json:"input_tokens,omitempty"`
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int64 `json:"cache_write_tokens,omitempty"`
 }
 
 func (s Spend) add(t Spend) Spend {
-	return Spend{Tokens: s.Tokens + t.Tokens, CostUSD: s.CostUSD + t.CostUSD, Unpriced: s.Unpriced || t.Unpriced}
+	return Spend{Tokens: s.Tokens + t.Tokens, CostUSD: s.CostUSD + t.CostUSD, Unpriced: s.Unpriced || t.Unpriced,
+		InputTokens: s.InputTokens + t.InputTokens, CachedInputTokens: s.CachedInputTokens + t.CachedInputTokens,
+		CacheWriteTokens: s.CacheWriteTokens + t.CacheWriteTokens}
 }
 
 // cost is the cost, nil when unknown, as summaries print it.
@@ -161,21 +168,26 @@ type WorkOrderResult struct {
 
 // BuildResult is the workflow's result and what status and --json print.
 type BuildResult struct {
-	WorkflowID string            `json:"workflow_id"`
-	Verdict    string            `json:"verdict"`
-	RepoURL    string            `json:"repo_url"`
-	PlanHash   string            `json:"plan_hash"`
-	PlanSource string            `json:"plan_source,omitempty"`
-	PlanDir    string            `json:"plan_dir,omitempty"` // on the planning worker
-	PlanWorker string            `json:"plan_worker,omitempty"`
-	Branch     string            `json:"branch"`
-	BaseCommit string            `json:"base_commit,omitempty"`
-	Head       string            `json:"head,omitempty"` // the branch's commit on the remote
-	Tokens     int64             `json:"tokens"`
-	CostUSD    *float64          `json:"cost_usd"`
-	WorkOrders []WorkOrderResult `json:"work_orders"`
-	Failed     string            `json:"failed,omitempty"`
-	Error      string            `json:"error,omitempty"`
+	WorkflowID string   `json:"workflow_id"`
+	Verdict    string   `json:"verdict"`
+	RepoURL    string   `json:"repo_url"`
+	PlanHash   string   `json:"plan_hash"`
+	PlanSource string   `json:"plan_source,omitempty"`
+	PlanDir    string   `json:"plan_dir,omitempty"` // on the planning worker
+	PlanWorker string   `json:"plan_worker,omitempty"`
+	Branch     string   `json:"branch"`
+	BaseCommit string   `json:"base_commit,omitempty"`
+	Head       string   `json:"head,omitempty"` // the branch's commit on the remote
+	Tokens     int64    `json:"tokens"`
+	CostUSD    *float64 `json:"cost_usd"`
+	// InputTokens, CachedInputTokens and CacheWriteTokens: as in
+	// builder.Summary.
+	InputTokens       int64             `json:"input_tokens,omitempty"`
+	CachedInputTokens int64             `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int64             `json:"cache_write_tokens,omitempty"`
+	WorkOrders        []WorkOrderResult `json:"work_orders"`
+	Failed            string            `json:"failed,omitempty"`
+	Error             string            `json:"error,omitempty"`
 	// Lines are the build's progress lines so far (the state query's);
 	// the result itself leaves them out.
 	Lines []string `json:"lines,omitempty"`

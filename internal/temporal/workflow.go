@@ -107,6 +107,7 @@ func (w *buildRun) addPlan(p PlanResult) {
 func (w *buildRun) finish(ctx workflow.Context, err error) (BuildResult, error) {
 	r := &w.st
 	r.Tokens, r.CostUSD = w.spent.Tokens, w.spent.cost()
+	r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens = w.spent.InputTokens, w.spent.CachedInputTokens, w.spent.CacheWriteTokens
 	var canceled *temporal.CanceledError
 	var app *temporal.ApplicationError
 	switch {
