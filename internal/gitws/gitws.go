@@ -496,7 +496,9 @@ type RollbackReport struct {
 //
 // Directories a command made inaccessible are opened up first (so git sees
 // inside), and every file and directory of b.Modes gets its baseline
-// permission bits back at the end.
+// permission bits back at the end, when what git never lists goes too:
+// special files (FIFOs, sockets) and a .git a command put into a tracked
+// directory (see restoreModes).
 //
 // Rollback never deletes a path in b.Ignored. Untracked nested repositories
 // are removed like any new directory (git clean -fd would keep them): the
