@@ -228,7 +228,7 @@ func TestRunContextCutIsDeterministic(t *testing.T) {
 		t.Fatalf("exit %d\n%s", res.code, res.stderr)
 	}
 	section := func(p string) string {
-		i := strings.Index(p, "## Context files")
+		i := strings.Index(p, "# Context files")
 		j := strings.Index(p, "\n## The previous attempt failed")
 		if j < 0 {
 			j = strings.Index(p, "\nReply now")

@@ -37,7 +37,7 @@ type Options struct {
 	JSONSchema bool
 	// CacheKey is every request's llm.Request.CacheKey, the provider's
 	// prompt cache key: factory build passes one per build; "" means one
-	// derived from the run id (the work order and its baseline).
+	// derived from the work order.
 	CacheKey string
 	// SharedContext lists the context files many work orders of the build
 	// share, and StableContext those of them no work order of the build may

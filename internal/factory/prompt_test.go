@@ -78,7 +78,8 @@ func TestSEPromptPrefixStable(t *testing.T) {
 			t.Errorf("the prompt contains the volatile %q", id)
 		}
 	}
-	// Layout: stable shared, other shared, then the order's own context and text.
+	// Layout: stable shared, other shared (each sorted), then the order's
+	// own context files in the work order's order, and its text.
 	if !strings.Contains(first.user[0], "### docs/guide.md") || strings.Contains(first.user[0], "lib/util.py") {
 		t.Errorf("stable shared segment:\n%s", first.user[0])
 	}
@@ -86,9 +87,9 @@ func TestSEPromptPrefixStable(t *testing.T) {
 		t.Errorf("shared segment:\n%s", first.user[1])
 	}
 	own := first.user[2]
-	if !strings.Contains(own, "### a.py") || !strings.Contains(own, "### own.py") || strings.Index(own, "### a.py") > strings.Index(own, "### own.py") ||
-		strings.Index(own, "### own.py") > strings.Index(own, "# Work order WO-02") {
-		t.Errorf("own segment: context files sorted, then the work order:\n%s", own)
+	if !strings.Contains(own, "### a.py") || !strings.Contains(own, "### own.py") || strings.Index(own, "### own.py") > strings.Index(own, "### a.py") ||
+		strings.Index(own, "### a.py") > strings.Index(own, "# Work order WO-02") {
+		t.Errorf("own segment: context files in the work order's order, then the work order:\n%s", own)
 	}
 }
 

@@ -41,7 +41,10 @@ func (r *Run) se(ctx context.Context, s *state) error {
 		CacheKey:    r.opts.CacheKey,
 	}
 	if req.CacheKey == "" {
-		req.CacheKey = "factory-run-" + r.runID
+		req.CacheKey, err = runCacheKey(r.opts.WorkOrder)
+		if err != nil {
+			return err
+		}
 	}
 	for _, seg := range prompt.user {
 		req.Messages = append(req.Messages, llm.Message{Role: "user", Content: seg})
@@ -83,6 +86,17 @@ func (r *Run) se(ctx context.Context, s *state) error {
 	}
 	a.proposal = p
 	return nil
+}
+
+// runCacheKey is the prompt cache key of a run outside a build: from the
+// work order alone, so that its attempts, and a replay of them on another
+// baseline, send the same.
+func runCacheKey(wo *workorder.WorkOrder) (string, error) {
+	b, err := canon.JSON(wo)
+	if err != nil {
+		return "", fmt.Errorf("canonical JSON of work order %s: %w", wo.ID, err)
+	}
+	return "factory-run-" + canon.SHA256Hex(b)[:16], nil
 }
 
 func isProviderError(err error) bool {
@@ -157,7 +171,8 @@ Rules the harness enforces (a violation fails the attempt and nothing is written
 //     lists them;
 //  2. other shared: its other shared context files, sorted — the same
 //     bytes in every order that lists them until one changes them;
-//  3. the order's own: its other context files, sorted, then the work
+//  3. the order's own: its other context files, in the work order's
+//     order (the context budget is spent in that order), then the work
 //     order itself (intent, notes, allowed files with their hashes,
 //     forbidden, acceptance, verification, postconditions) — the same bytes
 //     in every attempt, since each starts from the same baseline;
@@ -170,6 +185,7 @@ Rules the harness enforces (a violation fails the attempt and nothing is written
 func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 	wo := r.opts.WorkOrder
 	shared, own := splitContext(wo.ContextFiles, r.opts.SharedContext)
+	slices.Sort(shared)
 	stable, shared := splitContext(shared, r.opts.StableContext)
 	budget := workorder.ContextReadBudget
 	contextPart := func(title string, paths []string) (string, error) {
@@ -273,7 +289,7 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 }
 
 // splitContext splits files into those listed in set and the others,
-// each sorted and without repeats.
+// each in the order of files, without repeats.
 func splitContext(files, set []string) (in, out []string) {
 	isShared := make(map[string]bool, len(set))
 	for _, p := range set {
@@ -291,8 +307,6 @@ func splitContext(files, set []string) (in, out []string) {
 			out = append(out, p)
 		}
 	}
-	slices.Sort(in)
-	slices.Sort(out)
 	return in, out
 }
 

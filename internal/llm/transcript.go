@@ -206,8 +206,6 @@ func firstDifference(recorded, now Request) string {
 		return fmt.Sprintf("reasoning_effort is %q, recorded %q", now.ReasoningEffort, recorded.ReasoningEffort)
 	case recorded.MaxOutputTokens != now.MaxOutputTokens:
 		return fmt.Sprintf("max_output_tokens is %d, recorded %d", now.MaxOutputTokens, recorded.MaxOutputTokens)
-	case recorded.CacheKey != now.CacheKey:
-		return fmt.Sprintf("cache_key is %q, recorded %q", now.CacheKey, recorded.CacheKey)
 	case len(recorded.Messages) != len(now.Messages):
 		return fmt.Sprintf("%d messages, recorded %d", len(now.Messages), len(recorded.Messages))
 	}
@@ -221,6 +219,9 @@ func firstDifference(recorded, now Request) string {
 			return fmt.Sprintf("messages[%d].content differs at byte %d: now %q, recorded %q",
 				i, at, window(b.Content, at), window(a.Content, at))
 		}
+	}
+	if recorded.CacheKey != now.CacheKey {
+		return fmt.Sprintf("cache_key is %q, recorded %q", now.CacheKey, recorded.CacheKey)
 	}
 	if recorded.SchemaName != now.SchemaName {
 		return fmt.Sprintf("schema_name is %q, recorded %q", now.SchemaName, recorded.SchemaName)
