@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/factory-harness/factory/internal/builder"
 )
 
 func TestNoteFilter(t *testing.T) {
@@ -23,5 +25,25 @@ func TestLiveViewFit(t *testing.T) {
 	}
 	if got := v.fit("short"); got != "short" {
 		t.Errorf("fit = %q", got)
+	}
+}
+
+// The live line and factory status show the prompt cache's hit rate when
+// part of the input came from a cache, and nothing about it otherwise.
+func TestSpendTextCacheRate(t *testing.T) {
+	cost := 0.5
+	for _, tt := range []struct {
+		s    builder.Spend
+		want string
+	}{
+		{builder.Spend{Tokens: 120, InputTokens: 100}, "120 tokens"},
+		{builder.Spend{Tokens: 120, InputTokens: 100, CachedInputTokens: 80, CostUSD: &cost}, "120 tokens (80% cached), $0.5000"},
+	} {
+		if got := spendText(tt.s); got != tt.want {
+			t.Errorf("spendText = %q, want %q", got, tt.want)
+		}
+	}
+	if got := cacheText(900, 0.9); got != " (900 cached, 90% of the input)" || cacheText(0, 0) != "" {
+		t.Errorf("cacheText = %q", got)
 	}
 }
