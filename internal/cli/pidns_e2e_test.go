@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -88,10 +89,19 @@ func waitForDaemon(t *testing.T, token, started string) {
 
 // nothingAliveAfter checks, 1 s after factory died, that no process of the
 // command is alive.
-func nothingAliveAfter(t *testing.T, token, what string) {
+//
+// Only the processes alive before (those of the killed process's command)
+// count: a successor may already run the same command again.
+func nothingAliveAfter(t *testing.T, token string, before []int, what string) {
 	t.Helper()
 	time.Sleep(time.Second)
-	if left := aliveWith(token); len(left) != 0 {
+	var left []int
+	for _, pid := range aliveWith(token) {
+		if slices.Contains(before, pid) {
+			left = append(left, pid)
+		}
+	}
+	if len(left) != 0 {
 		t.Errorf("1 s after %s, processes of the command are alive: %v", what, left)
 	}
 }
@@ -108,9 +118,10 @@ func TestRunSIGKILLLeavesNoDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForDaemon(t, token, filepath.Join(f.repo, "daemon-started"))
+	before := aliveWith(token)
 	_ = run.Process.Kill()
 	_ = run.Wait()
-	nothingAliveAfter(t, token, "factory run's SIGKILL")
+	nothingAliveAfter(t, token, before, "factory run's SIGKILL")
 }
 
 func TestBuildSIGKILLLeavesNoDaemon(t *testing.T) {
@@ -126,9 +137,10 @@ func TestBuildSIGKILLLeavesNoDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForDaemon(t, token, filepath.Join(f.repo, startedFile))
+	before := aliveWith(token)
 	_ = b.Process.Kill()
 	_ = b.Wait()
-	nothingAliveAfter(t, token, "factory build's SIGKILL")
+	nothingAliveAfter(t, token, before, "factory build's SIGKILL")
 }
 
 // A worker SIGKILLed, or stopped with SIGTERM, while WO-02's command and
@@ -156,6 +168,7 @@ func TestTemporalWorkerLeavesNoDaemon(t *testing.T) {
 				return exists(filepath.Join(a.cache(id), startedFile)) && len(aliveWith(token)) >= 2
 			})
 			b := startWorker(t, addr, "worker-b", env, "--llm-base-url", srv.URL)
+			before := aliveWith(token)
 			if err := a.cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +177,7 @@ func TestTemporalWorkerLeavesNoDaemon(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatalf("worker-a did not exit on %v\n%s", sig, a.out.String())
 			}
-			nothingAliveAfter(t, token, "worker-a's "+sig.String())
+			nothingAliveAfter(t, token, before, "worker-a's "+sig.String())
 			waitUntil(t, time.Minute, "WO-02's command on worker-b", func() bool { return exists(filepath.Join(b.cache(id), startedFile)) })
 			writeFiles(t, b.cache(id), map[string]string{releaseFile: ""})
 			if code := s.wait(t, 60*time.Second); code != ExitPass {

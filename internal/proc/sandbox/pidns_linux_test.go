@@ -147,7 +147,7 @@ func TestCommandRunsUnderItsOwnInit(t *testing.T) {
 	for script, want := range map[string]string{
 		"kill -SEGV $$": "killed by signal: segmentation fault",
 		"kill -KILL $$": "killed by signal: killed",
-		"kill -HUP $$":  "killed by signal: hangup",
+		"kill -USR1 $$": "killed by signal: user defined signal 1", // not HUP: nohup would have the command ignore it
 	} {
 		if res, _ := sh(t, p, f.repo, script); res.ExitCode != -1 || res.Err != want {
 			t.Errorf("%s: exit %d, %q; want %q", script, res.ExitCode, res.Err, want)
