@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/factory-harness/factory/internal/canon"
+	"github.com/factory-harness/factory/internal/lang"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
 	"github.com/factory-harness/factory/internal/workorder"
@@ -25,9 +26,9 @@ func TestQuoteArgvRoundTrips(t *testing.T) {
 		{"a'b", `c"d`, `e\f`, "$HOME", "*.py", "~", "x y"},
 		{"bash", "scripts/verify.sh"},
 	} {
-		got, err := proc.ParseCommand(quoteArgv(argv))
+		got, err := proc.ParseCommand(lang.Quote(argv))
 		if err != nil {
-			t.Errorf("quoteArgv(%q) = %q does not parse: %v", argv, quoteArgv(argv), err)
+			t.Errorf("lang.Quote(%q) = %q does not parse: %v", argv, lang.Quote(argv), err)
 			continue
 		}
 		if diff := cmp.Diff(argv, got); diff != "" {

@@ -108,7 +108,7 @@ func (r *Run) languages() (lang.Detection, error) {
 func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []string) (CmdResult, error) {
 	stdout := filepath.Join(a.dir, "logs", name+".stdout.txt")
 	stderr := filepath.Join(a.dir, "logs", name+".stderr.txt")
-	r.progress("attempt %d/%d: po: %s: running %s", a.index, r.opts.MaxAttempts, name, truncateChars(quoteArgv(argv), 300))
+	r.progress("attempt %d/%d: po: %s: running %s", a.index, r.opts.MaxAttempts, name, truncateChars(lang.Quote(argv), 300))
 	if r.opts.OnEvent != nil {
 		r.opts.OnEvent(Event{Attempt: a.index, Node: nodePO, Command: &CommandStart{Name: name, Argv: argv}})
 	}
@@ -155,7 +155,7 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	if res.Err != "" {
 		status += " (" + res.Err + ")"
 	}
-	r.progress("attempt %d/%d: po: %s: %s → %s", a.index, r.opts.MaxAttempts, name, quoteArgv(argv), status)
+	r.progress("attempt %d/%d: po: %s: %s → %s", a.index, r.opts.MaxAttempts, name, lang.Quote(argv), status)
 	return out, nil
 }
 
@@ -175,7 +175,7 @@ func (r *Run) checkMeta(a *attempt, name string, argv []string) error {
 	}
 	a.metaRestored.Removed = append(a.metaRestored.Removed, rep.Removed...)
 	a.metaRestored.Restored = append(a.metaRestored.Restored, rep.Restored...)
-	cmd := quoteArgv(argv)
+	cmd := lang.Quote(argv)
 	a.brief = newBrief(StageGitMetadataChanged, &cmd, nil, fmt.Sprintf(
 		"%s changed git metadata, which commands must never touch: %s. It was restored; the attempt fails and is not retried.",
 		truncateChars(cmd, 300), Summarize(changed, 10)))
@@ -203,7 +203,7 @@ func (r *Run) denials(res CmdResult) string {
 // any), then the tail of stderr, topped up with the tail of stdout, all
 // within MaxExcerptChars so the tails (where errors are) survive.
 func commandBrief(stage string, res CmdResult, note string) *FailureBrief {
-	cmd := quoteArgv(res.Command)
+	cmd := lang.Quote(res.Command)
 	code := res.ExitCode
 	head := fmt.Sprintf("%s exited with code %d", truncateChars(cmd, 300), code)
 	if res.Error != "" {
@@ -237,17 +237,4 @@ func lastChars(s string, n int) string {
 		return s
 	}
 	return string(r[len(r)-n:])
-}
-
-// quoteArgv renders argv so it parses back to the same words.
-func quoteArgv(argv []string) string {
-	parts := make([]string, len(argv))
-	for i, w := range argv {
-		if w != "" && !strings.ContainsAny(w, " \t\n'\"\\$`|&;<>()*?[]#~=%{}") {
-			parts[i] = w
-			continue
-		}
-		parts[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-	}
-	return strings.Join(parts, " ")
 }

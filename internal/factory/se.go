@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/canon"
+	"github.com/factory-harness/factory/internal/lang"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/workorder"
 )
@@ -344,7 +345,7 @@ func (r *Run) verifyRule() (string, error) {
 func quoteList(cmds [][]string) string {
 	parts := make([]string, len(cmds))
 	for i, argv := range cmds {
-		parts[i] = "`" + quoteArgv(argv) + "`"
+		parts[i] = "`" + lang.Quote(argv) + "`"
 	}
 	if len(parts) == 1 {
 		return parts[0]
