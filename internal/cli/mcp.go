@@ -143,7 +143,8 @@ func serveMCPHTTP(ctx context.Context, env Env, o *mcpOptions, srv *mcp.Server) 
 	return nil
 }
 
-// lockedWriter serializes writes to w.
+// lockedWriter serializes writes to w: the server's log, written by its
+// concurrent calls and by the model clients they start.
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer

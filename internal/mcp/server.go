@@ -41,7 +41,9 @@ type Options struct {
 	Version string
 	// Redact removes secrets from text a result carries; nil leaves it.
 	Redact func(string) string
-	// Log gets a line per tool call and the builds' progress; nil is quiet.
+	// Log gets a line per tool call and the builds' progress, from calls
+	// that run concurrently: it must be safe for concurrent use. nil is
+	// quiet.
 	Log io.Writer
 }
 
@@ -74,7 +76,6 @@ func New(o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	o.Log = &syncWriter{w: o.Log} // calls run concurrently
 	s := &Server{o: o, roots: rs, stopped: make(chan struct{})}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "factory", Title: "factory", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: instructions(rs),
@@ -143,16 +144,4 @@ func instructions(rs roots) string {
 		"resumable: call it again with the same arguments after a failure or an interruption) and factory_status to read a " +
 		"build's progress. Every path must lie inside " + rs.list() + ". Provider API keys come from the server's environment; " +
 		"never pass them as arguments."
-}
-
-// syncWriter serializes writes.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
