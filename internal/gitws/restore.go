@@ -49,8 +49,9 @@ type entry struct {
 	size   int64
 	mtime  time.Time
 	target string // symlink target
-	// change is changeStamp's for a regular file ("" when unknown): the
-	// inode and ctime, to tell a rewrite that kept the size and mtime.
+	// change is changeStamp's for a backed-up file ("" when unknown or not
+	// backed up): the inode and ctime, to tell a rewrite that kept the size
+	// and mtime.
 	change string
 	data   []byte // content, when backed
 	backed bool   // data holds the file's content (which may be empty)
@@ -129,9 +130,6 @@ func (r *Repo) snapshotIgnored(paths []string) ([]ignoredFile, map[string]fs.Fil
 			continue
 		}
 		f := ignoredFile{path: p, entry: entry{mode: info.Mode(), size: info.Size(), mtime: info.ModTime()}}
-		if info.Mode().IsRegular() {
-			f.change = changeStamp(info)
-		}
 		if info.Mode()&fs.ModeSymlink != 0 {
 			if f.target, err = os.Readlink(r.abs(clean)); err != nil {
 				continue
@@ -154,8 +152,8 @@ func (r *Repo) snapshotIgnored(paths []string) ([]ignoredFile, map[string]fs.Fil
 		if total+f.size > backupTotalMax {
 			continue // a smaller file further on may still fit
 		}
-		if data, ok := readUnchanged(r.abs(f.path), &f.entry); ok {
-			f.data, f.backed = data, true
+		if data, stamp, ok := readUnchanged(r.abs(f.path), &f.entry); ok {
+			f.data, f.backed, f.change = data, true, stamp
 			total += f.size
 		}
 	}
@@ -163,22 +161,23 @@ func (r *Repo) snapshotIgnored(paths []string) ([]ignoredFile, map[string]fs.Fil
 }
 
 // readUnchanged returns the content of the regular file p if it is still
-// the file e describes. It never follows a symlink or blocks on a FIFO.
-func readUnchanged(p string, e *entry) ([]byte, bool) {
+// the file e describes, with its changeStamp. It never follows a symlink or
+// blocks on a FIFO.
+func readUnchanged(p string, e *entry) (data []byte, stamp string, ok bool) {
 	file, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, false
+		return nil, "", false
 	}
 	defer file.Close()
 	info, err := file.Stat()
 	if err != nil || !info.Mode().IsRegular() || info.Size() != e.size || !info.ModTime().Equal(e.mtime) {
-		return nil, false
+		return nil, "", false
 	}
-	data, err := io.ReadAll(io.LimitReader(file, e.size+1))
+	data, err = io.ReadAll(io.LimitReader(file, e.size+1))
 	if err != nil || int64(len(data)) != e.size {
-		return nil, false
+		return nil, "", false
 	}
-	return data, true
+	return data, changeStamp(info), true
 }
 
 // changed reports whether what Lstat found (info, or err) differs from e.
@@ -210,7 +209,7 @@ func (r *Repo) restoreIgnored(st *baselineState, rep *RollbackReport) []error {
 		// A file whose content is backed up is rewritten from it when its
 		// inode or ctime changed too; one that is not, only when its size,
 		// mode or mtime say so, as then it is reported lost.
-		rewritten := f.backed && f.change != "" && err == nil && changeStamp(info) != f.change
+		rewritten := f.change != "" && err == nil && changeStamp(info) != f.change
 		if !f.changed(info, err) && !rewritten {
 			if f.mode&fs.ModeSymlink == 0 {
 				continue
