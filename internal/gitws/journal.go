@@ -166,11 +166,7 @@ type RunningCommand struct {
 // outlives the process without an fsync, and after a crash of the machine
 // no command is left running to kill, so it is not synced to disk.
 func (r *Repo) RecordCommand(c RunningCommand) error {
-	data, err := artifact.MarshalJSON(c)
-	if err == nil {
-		err = artifact.ReplaceFile(r.factoryPath(commandFile), data, 0o644)
-	}
-	if err != nil {
+	if err := r.writeNote(commandFile, c); err != nil {
 		return fmt.Errorf("record running command: %w", err)
 	}
 	return nil
@@ -178,7 +174,7 @@ func (r *Repo) RecordCommand(c RunningCommand) error {
 
 // ClearCommand forgets the running command.
 func (r *Repo) ClearCommand() error {
-	if err := os.Remove(r.factoryPath(commandFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := r.clearNote(commandFile); err != nil {
 		return fmt.Errorf("clear running command: %w", err)
 	}
 	return nil
@@ -186,19 +182,48 @@ func (r *Repo) ClearCommand() error {
 
 // RecordedCommand returns the command recorded as running, if any.
 func (r *Repo) RecordedCommand() (RunningCommand, bool, error) {
-	var c RunningCommand
-	p := r.factoryPath(commandFile)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return c, false, nil
+	c, found, err := readNote[RunningCommand](r, commandFile)
+	if err != nil {
+		return RunningCommand{}, false, fmt.Errorf("read running command %s: %w", r.factoryPath(commandFile), err)
+	}
+	return c, found, nil
+}
+
+// writeNote replaces the note name (beside the journal) with v as JSON,
+// atomically but not synced: see RecordCommand and RecordGitStep.
+func (r *Repo) writeNote(name string, v any) error {
+	data, err := artifact.MarshalJSON(v)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(r.factoryPath(name)), 0o755)
 	}
 	if err == nil {
-		err = json.Unmarshal(data, &c)
+		err = artifact.ReplaceFile(r.factoryPath(name), data, 0o644)
+	}
+	return err
+}
+
+// clearNote removes the note name; one already gone is fine.
+func (r *Repo) clearNote(name string) error {
+	if err := os.Remove(r.factoryPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// readNote decodes the note name; found is false when there is none.
+func readNote[T any](r *Repo, name string) (v T, found bool, err error) {
+	data, err := os.ReadFile(r.factoryPath(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &v)
 	}
 	if err != nil {
-		return RunningCommand{}, false, fmt.Errorf("read running command %s: %w", p, err)
+		var zero T
+		return zero, false, err
 	}
-	return c, true, nil
+	return v, true, nil
 }
 
 // GitStep is a step in which a factory process runs git to write the
@@ -225,14 +250,7 @@ func (r *Repo) RecordGitStep(s GitStep) error {
 		s.Branch = r.headBranch()
 	}
 	s.PID = os.Getpid()
-	data, err := artifact.MarshalJSON(s)
-	if err == nil {
-		err = os.MkdirAll(filepath.Dir(r.factoryPath(gitStepFile)), 0o755)
-	}
-	if err == nil {
-		err = artifact.ReplaceFile(r.factoryPath(gitStepFile), data, 0o644)
-	}
-	if err != nil {
+	if err := r.writeNote(gitStepFile, s); err != nil {
 		return fmt.Errorf("note the git step %q: %w", s.Step, err)
 	}
 	return nil
@@ -252,7 +270,7 @@ func (r *Repo) DuringGitStep(s GitStep, f func() error) error {
 
 // ClearGitStep forgets the git step RecordGitStep noted.
 func (r *Repo) ClearGitStep() error {
-	if err := os.Remove(r.factoryPath(gitStepFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := r.clearNote(gitStepFile); err != nil {
 		return fmt.Errorf("clear the git step note: %w", err)
 	}
 	return nil
@@ -260,19 +278,11 @@ func (r *Repo) ClearGitStep() error {
 
 // RecordedGitStep returns the git step noted as running, if any.
 func (r *Repo) RecordedGitStep() (GitStep, bool, error) {
-	var s GitStep
-	p := r.factoryPath(gitStepFile)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, false, nil
-	}
-	if err == nil {
-		err = json.Unmarshal(data, &s)
-	}
+	s, found, err := readNote[GitStep](r, gitStepFile)
 	if err != nil {
-		return GitStep{}, false, fmt.Errorf("read the git step note %s: %w (remove it once no factory and no git runs in this repository)", p, err)
+		return GitStep{}, false, fmt.Errorf("read the git step note %s: %w (remove it once no factory and no git runs in this repository)", r.factoryPath(gitStepFile), err)
 	}
-	return s, true, nil
+	return s, found, nil
 }
 
 // RemoveJournal deletes the journal and the notes of the running command
