@@ -419,10 +419,11 @@ func TestPrepare(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	for out, want := range map[string]string{
-		"OSError: [Errno 30] Read-only file system: '/etc/x'": "(EROFS)",
-		"OSError: [Errno 101] Network is unreachable":         "(ENETUNREACH)",
-		"sh: 1: cannot create /x: Permission denied":          "(EACCES)",
-		"AssertionError: 3 != 4":                              "",
+		"OSError: [Errno 30] Read-only file system: '/etc/x'":                   "(EROFS)",
+		"OSError: [Errno 101] Network is unreachable":                           "(ENETUNREACH)",
+		"sh: 1: cannot create /x: Permission denied":                            "(EACCES)",
+		"AssertionError: 3 != 4":                                                "",
+		"go: go.mod requires go >= 1.99 (running go 1.26.8; GOTOOLCHAIN=local)": "toolchains cannot be downloaded in the sandbox",
 	} {
 		got := sandbox.Explain(out)
 		if want == "" && got != "" || !strings.Contains(got, want) {
