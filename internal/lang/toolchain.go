@@ -19,7 +19,8 @@ type Toolchains struct {
 	Caches []sandbox.Cache
 	// Env holds defaults for the commands' environment: GOTOOLCHAIN=local, since no toolchain can
 	// be downloaded in the sandbox (a Go that go.mod finds too old then says so instead of failing
-	// to reach the network).
+	// to reach the network), and GOENV, the user's `go env -w` settings, which the private HOME
+	// would hide (GOFLAGS among them: the same flags make the same cache keys).
 	Env []string
 }
 
@@ -46,15 +47,15 @@ func askToolchain(argv ...string) (string, bool) {
 	return strings.TrimSpace(string(out)), err == nil
 }
 
-// A question finds the caches of one toolchain by asking it.
-type question func(ask func(argv ...string) (string, bool)) []sandbox.Cache
+// A question finds the caches of one toolchain by asking it, and the defaults of its settings.
+type question func(ask func(argv ...string) (string, bool)) ([]sandbox.Cache, []string)
 
 var questions = []question{
-	func(ask func(...string) (string, bool)) []sandbox.Cache {
-		out, ok := ask("go", "env", "-json", "GOCACHE", "GOMODCACHE")
-		var env struct{ GOCACHE, GOMODCACHE string }
+	func(ask func(...string) (string, bool)) ([]sandbox.Cache, []string) {
+		out, ok := ask("go", "env", "-json", "GOCACHE", "GOMODCACHE", "GOENV")
+		var env struct{ GOCACHE, GOMODCACHE, GOENV string }
 		if !ok || json.Unmarshal([]byte(out), &env) != nil {
-			return nil
+			return nil, nil
 		}
 		var caches []sandbox.Cache
 		if filepath.IsAbs(env.GOCACHE) { // not "off"
@@ -63,7 +64,11 @@ var questions = []question{
 		if filepath.IsAbs(env.GOMODCACHE) {
 			caches = append(caches, sandbox.Cache{Dir: env.GOMODCACHE, Env: "GOMODCACHE", ReadOnlyFallback: true})
 		}
-		return caches
+		settings := []string{"GOTOOLCHAIN=local"}
+		if filepath.IsAbs(env.GOENV) { // not "off"
+			settings = append(settings, "GOENV="+env.GOENV)
+		}
+		return caches, settings
 	},
 	answer("npm_config_cache", "npm", "config", "get", "cache"),
 	answer("PIP_CACHE_DIR", "pip3", "cache", "dir"),
@@ -73,30 +78,27 @@ var questions = []question{
 
 // answer is the question whose answer, an absolute path, is the cache that variable names.
 func answer(variable string, argv ...string) question {
-	return func(ask func(...string) (string, bool)) []sandbox.Cache {
+	return func(ask func(...string) (string, bool)) ([]sandbox.Cache, []string) {
 		out, ok := ask(argv...)
 		if !ok || !filepath.IsAbs(out) || strings.Contains(out, "\n") {
-			return nil
+			return nil, nil
 		}
-		return []sandbox.Cache{{Dir: out, Env: variable}}
+		return []sandbox.Cache{{Dir: out, Env: variable}}, nil
 	}
 }
 
 // findToolchains asks the questions at once, then adds the homes that need no asking, in a fixed
 // order.
 func findToolchains(ask func(argv ...string) (string, bool), getenv func(string) string) Toolchains {
-	answers := make([][]sandbox.Cache, len(questions))
+	caches, settings := make([][]sandbox.Cache, len(questions)), make([][]string, len(questions))
 	var wg sync.WaitGroup
 	for i, q := range questions {
-		wg.Go(func() { answers[i] = q(ask) })
+		wg.Go(func() { caches[i], settings[i] = q(ask) })
 	}
 	wg.Wait()
 	var t Toolchains
-	for _, a := range answers {
-		t.Caches = append(t.Caches, a...)
-	}
-	if len(answers[0]) > 0 {
-		t.Env = append(t.Env, "GOTOOLCHAIN=local")
+	for i := range questions {
+		t.Caches, t.Env = append(t.Caches, caches[i]...), append(t.Env, settings[i]...)
 	}
 	home := getenv("HOME")
 	dir := func(variable, def string) string {

@@ -9,7 +9,7 @@ import (
 )
 
 func TestFindToolchains(t *testing.T) {
-	goAnswer := `{"GOCACHE": "/c/go-build", "GOMODCACHE": "/g/pkg/mod"}`
+	goAnswer := `{"GOCACHE": "/c/go-build", "GOMODCACHE": "/g/pkg/mod", "GOENV": "/h/.config/go/env"}`
 	cases := []struct {
 		name    string
 		answers map[string]string // the first word of the question → the answer; missing: fails
@@ -29,9 +29,9 @@ func TestFindToolchains(t *testing.T) {
 				{Dir: "/h/.cache/yarn", Env: "YARN_CACHE_FOLDER"}, {Dir: "/h/.pnpm-store", Env: "npm_config_store_dir"},
 				{Dir: "/opt/rustup", Env: "RUSTUP_HOME", ReadOnlyFallback: true}, {Dir: "/opt/cargo", Env: "CARGO_HOME", ReadOnlyFallback: true},
 				{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
-			}, []string{"GOTOOLCHAIN=local"}},
-		{"odd answers are left out", map[string]string{"go": `{"GOCACHE": "off", "GOMODCACHE": ""}`, "npm": "undefined", "pip3": "ERROR: pip cache commands can not function since cache is disabled.", "yarn": "/a\n/b"},
-			nil, nil, nil},
+			}, []string{"GOTOOLCHAIN=local", "GOENV=/h/.config/go/env"}},
+		{"odd answers are left out", map[string]string{"go": `{"GOCACHE": "off", "GOMODCACHE": "", "GOENV": "off"}`, "npm": "undefined", "pip3": "ERROR: pip cache commands can not function since cache is disabled.", "yarn": "/a\n/b"},
+			nil, nil, []string{"GOTOOLCHAIN=local"}},
 		{"go that does not speak JSON", map[string]string{"go": "GOCACHE=/x"}, nil, nil, nil},
 	}
 	for _, c := range cases {

@@ -132,13 +132,18 @@ func TestTmpAndHomeArePrivate(t *testing.T) {
 	p := prepare(t, f)
 	name := fmt.Sprintf("factory-sandbox-test-%d", time.Now().UnixNano())
 	before := sandboxDirs(t)
-	res, out := sh(t, p, f.repo, `echo x > /tmp/`+name+` && echo y > "$TMPDIR/`+name+`.2" && echo z > "$HOME/x" && echo "$TMPDIR" && echo "$HOME" && stat -f -c %T /tmp`)
+	res, out := sh(t, p, f.repo, `echo x > /tmp/`+name+` && echo y > "${TMPDIR-/tmp}/`+name+`.2" && echo z > "$HOME/x" && echo "${TMPDIR-unset}" && echo "$HOME" && stat -f -c %T /tmp`)
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d (%s): %s", res.ExitCode, res.Err, out)
 	}
+	// TMPDIR replaces the environment's, and is left unset otherwise: /tmp is private.
+	tmpdir := "unset"
+	if _, ok := os.LookupEnv("TMPDIR"); ok {
+		tmpdir = "/tmp"
+	}
 	lines := strings.Fields(out)
-	if len(lines) != 3 || lines[0] != "/tmp" || !strings.HasPrefix(lines[1], "/tmp/") || lines[2] != "tmpfs" {
-		t.Fatalf("TMPDIR, HOME and the file system of /tmp = %q, want /tmp, a directory in it and tmpfs", lines)
+	if len(lines) != 3 || lines[0] != tmpdir || !strings.HasPrefix(lines[1], "/tmp/") || lines[2] != "tmpfs" {
+		t.Fatalf("TMPDIR, HOME and the file system of /tmp = %q, want %s, a directory in it and tmpfs", lines, tmpdir)
 	}
 	if after := sandboxDirs(t); !slices.Equal(before, after) {
 		t.Errorf("private directories on the host: %q before the command, %q after", before, after)

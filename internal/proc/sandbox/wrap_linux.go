@@ -60,7 +60,7 @@ const initArg0 = "factory-sandbox-init"
 
 // Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the
 // sandbox's init (package initbin), which confines itself and then runs the command. It keeps the
-// command's process group, environment (but for TMPDIR and HOME, the variables of the caches it
+// command's process group, environment (but for HOME, TMPDIR where the command needs it, the variables of the caches it
 // sees and the defaults of Request.Env), directory and output files. With
 // the namespaces mechanism the command runs as the child of an init that is PID 1 of a new PID
 // namespace, and the process started stands in for it: it leads the process group the command is
@@ -128,7 +128,12 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 		pl.writable = append(pl.writable, home)
 	}
 	wrapCmd(cmd, pl, init)
-	set := []string{"TMPDIR=" + tmpdir, "HOME=" + home}
+	set := []string{"HOME=" + home}
+	// The private /tmp is where programs look without TMPDIR: set it only to replace the
+	// environment's, so that a go test whose result depends on TMPDIR finds its result cached.
+	if !ns || slices.ContainsFunc(cmd.Env, func(e string) bool { return strings.HasPrefix(e, "TMPDIR=") }) {
+		set = append(set, "TMPDIR="+tmpdir)
+	}
 	for _, c := range p.caches {
 		if c.Env != "" {
 			set = append(set, c.Env+"="+c.Dir)
