@@ -1,46 +1,59 @@
 package lang
 
 import (
+	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
 func TestFindToolchains(t *testing.T) {
-	goAnswer := `{"GOCACHE": "/c/go-build", "GOMODCACHE": "/g/pkg/mod", "GOENV": "/h/.config/go/env"}`
+	// The directories that need no asking, under HOME /h and with no variable set.
+	defaults := []sandbox.Cache{
+		{Dir: "/h/.rustup", Env: "RUSTUP_HOME", ReadOnlyFallback: true}, {Dir: "/h/.cargo", Env: "CARGO_HOME", ReadOnlyFallback: true},
+		{Dir: "/h/.npm", Env: "npm_config_cache"}, {Dir: "/h/.cache/yarn", Env: "YARN_CACHE_FOLDER"},
+		{Dir: "/h/.local/share/pnpm/store", Env: "npm_config_store_dir"}, {Dir: "/h/.cache/pip", Env: "PIP_CACHE_DIR"},
+		{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
+	}
+	goCaches := []sandbox.Cache{{Dir: "/c/go-build", Env: "GOCACHE"}, {Dir: "/g/pkg/mod", Env: "GOMODCACHE", ReadOnlyFallback: true}}
 	cases := []struct {
 		name    string
-		answers map[string]string // the first word of the question → the answer; missing: fails
+		goEnv   string // go env's answer; "": go is not installed
 		env     map[string]string
+		npmrc   string
 		want    []sandbox.Cache
 		wantEnv []string
 	}{
-		{"nothing installed, no HOME", nil, nil, nil, nil},
-		{"defaults under HOME", nil, map[string]string{"HOME": "/h"}, []sandbox.Cache{
-			{Dir: "/h/.rustup", Env: "RUSTUP_HOME", ReadOnlyFallback: true}, {Dir: "/h/.cargo", Env: "CARGO_HOME", ReadOnlyFallback: true},
-			{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
-		}, nil},
-		{"every toolchain answers", map[string]string{"go": goAnswer, "npm": "/h/.npm\n", "pip3": "/h/.cache/pip", "yarn": "/h/.cache/yarn", "pnpm": "/h/.pnpm-store"},
-			map[string]string{"HOME": "/h", "RUSTUP_HOME": "/opt/rustup", "CARGO_HOME": "/opt/cargo", "GRADLE_USER_HOME": "relative"}, []sandbox.Cache{
-				{Dir: "/c/go-build", Env: "GOCACHE"}, {Dir: "/g/pkg/mod", Env: "GOMODCACHE", ReadOnlyFallback: true},
-				{Dir: "/h/.npm", Env: "npm_config_cache"}, {Dir: "/h/.cache/pip", Env: "PIP_CACHE_DIR"},
-				{Dir: "/h/.cache/yarn", Env: "YARN_CACHE_FOLDER"}, {Dir: "/h/.pnpm-store", Env: "npm_config_store_dir"},
+		{"nothing installed, no HOME", "", nil, "", nil, nil},
+		{"defaults under HOME", "", map[string]string{"HOME": "/h"}, "", defaults, nil},
+		{"go answers", `{"GOCACHE": "/c/go-build", "GOMODCACHE": "/g/pkg/mod", "GOENV": "/h/.config/go/env"}`, map[string]string{"HOME": "/h"}, "",
+			append(slices.Clone(goCaches), defaults...), []string{"GOTOOLCHAIN=local", "GOENV=/h/.config/go/env"}},
+		{"go's caches off", `{"GOCACHE": "off", "GOMODCACHE": "", "GOENV": "off"}`, nil, "", nil, []string{"GOTOOLCHAIN=local"}},
+		{"go that does not speak JSON", "GOCACHE=/x", nil, "", nil, nil},
+		{"variables and XDG directories", "", map[string]string{"HOME": "/h", "RUSTUP_HOME": "/opt/rustup", "CARGO_HOME": "/opt/cargo",
+			"npm_config_cache": "/n", "YARN_CACHE_FOLDER": "/y", "XDG_CACHE_HOME": "/xc", "XDG_DATA_HOME": "/xd", "GRADLE_USER_HOME": "relative"},
+			"cache=/ignored\n", []sandbox.Cache{
 				{Dir: "/opt/rustup", Env: "RUSTUP_HOME", ReadOnlyFallback: true}, {Dir: "/opt/cargo", Env: "CARGO_HOME", ReadOnlyFallback: true},
+				{Dir: "/n", Env: "npm_config_cache"}, {Dir: "/y", Env: "YARN_CACHE_FOLDER"},
+				{Dir: "/xd/pnpm/store", Env: "npm_config_store_dir"}, {Dir: "/xc/pip", Env: "PIP_CACHE_DIR"},
 				{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
-			}, []string{"GOTOOLCHAIN=local", "GOENV=/h/.config/go/env"}},
-		{"odd answers are left out", map[string]string{"go": `{"GOCACHE": "off", "GOMODCACHE": "", "GOENV": "off"}`, "npm": "undefined", "pip3": "ERROR: pip cache commands can not function since cache is disabled.", "yarn": "/a\n/b"},
-			nil, nil, []string{"GOTOOLCHAIN=local"}},
-		{"go that does not speak JSON", map[string]string{"go": "GOCACHE=/x"}, nil, nil, nil},
+			}, nil},
+		{".npmrc sets the cache", "", map[string]string{"HOME": "/h"}, "registry=https://r.example/\n cache = \"~/npm-cache/\"\n",
+			append(append(slices.Clone(defaults[:2]), sandbox.Cache{Dir: "/h/npm-cache", Env: "npm_config_cache"}), defaults[3:]...), nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ask := func(argv ...string) (string, bool) {
-				out, ok := c.answers[argv[0]]
-				return strings.TrimSpace(out), ok
+			ask := func(argv ...string) ([]byte, bool) {
+				return []byte(c.goEnv), argv[0] == "go" && c.goEnv != ""
 			}
-			got := findToolchains(ask, func(name string) string { return c.env[name] })
+			readFile := func(path string) ([]byte, error) {
+				if path == "/h/.npmrc" && c.npmrc != "" {
+					return []byte(c.npmrc), nil
+				}
+				return nil, os.ErrNotExist
+			}
+			got := findToolchains(ask, func(name string) string { return c.env[name] }, readFile)
 			if !slices.Equal(got.Caches, c.want) || !slices.Equal(got.Env, c.wantEnv) {
 				t.Errorf("findToolchains = %+v, %q\nwant %+v, %q", got.Caches, got.Env, c.want, c.wantEnv)
 			}
