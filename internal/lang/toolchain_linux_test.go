@@ -1,6 +1,8 @@
 package lang_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -126,10 +128,12 @@ func TestConfinedToolchainsLeaveCachesUnchanged(t *testing.T) {
 	}{
 		{"Go build cache", "GOCACHE", []string{"go"}, nil,
 			`go clean -cache && test ! -e "$CACHE/00" && echo x > "$CACHE/new"`},
-		{"Go module cache", "GOMODCACHE", []string{"go"}, nil,
-			// As go clean -modcache does, which stops at once here: the directory itself, the
-			// view's mount point, cannot be removed.
-			`test "$(go env GOMODCACHE)" = "$CACHE" && chmod -R u+w "$CACHE" && rm -rf "$CACHE"/* && mkdir -p "$CACHE/cache/download" && echo x > "$CACHE/cache/download/new"`},
+		{"Go module cache", "GOMODCACHE", []string{"go"}, moduleProxy,
+			// go mod download from the proxy in the work tree writes the module into the cache;
+			// then it is emptied as go clean -modcache would, which stops at once here: the
+			// directory itself, the view's mount point, cannot be removed.
+			`GOPROXY=file://$PWD/proxy GOSUMDB=off go mod download example.com/dep@v1.0.0 && test -f "$CACHE/example.com/dep@v1.0.0/dep.go" &&
+			chmod -R u+w "$CACHE" && rm -rf "$CACHE"/*`},
 		{"cargo's home", "CARGO_HOME", []string{"cargo", "rustup"}, crate,
 			`rm -rf "$CACHE/00" && mkdir -p "$CACHE/registry/index" && echo x > "$CACHE/registry/index/new" && cargo test --offline -q`},
 		{"npm's cache", "npm_config_cache", []string{"npm"}, nil,
@@ -161,6 +165,32 @@ func TestConfinedToolchainsLeaveCachesUnchanged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// moduleProxy is a work tree holding a module proxy (proxy/, for GOPROXY=file://) that serves
+// example.com/dep v1.0.0.
+func moduleProxy(t *testing.T) string {
+	dir := t.TempDir()
+	v := filepath.Join(dir, "proxy", "example.com", "dep", "@v")
+	write(t, v, "list", "v1.0.0\n")
+	write(t, v, "v1.0.0.info", `{"Version": "v1.0.0"}`)
+	write(t, v, "v1.0.0.mod", "module example.com/dep\n")
+	var zipped bytes.Buffer
+	zw := zip.NewWriter(&zipped)
+	for name, content := range map[string]string{"go.mod": "module example.com/dep\n", "dep.go": "package dep\n"} {
+		w, err := zw.Create("example.com/dep@v1.0.0/" + name)
+		if err == nil {
+			_, err = w.Write([]byte(content))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	write(t, v, "v1.0.0.zip", zipped.String())
+	return dir
 }
 
 // rustup's cargo works confined with the machine's own homes: a crate without dependencies

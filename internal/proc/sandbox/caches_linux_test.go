@@ -64,6 +64,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 		mustMkdir(t, dir)
 		mustWrite(t, filepath.Join(dir, "entry"), "warm\n")
 	}
+	mustWrite(t, filepath.Join(outer, "secret"), "token\n") // hidden: stays hidden in the view
 	if err := os.Symlink(outer, link); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Chmod(filepath.Join(outer, "readonly"), 0o755) })
-	p := prepareWith(t, f, sandbox.Request{Hide: []string{filepath.Join(f.home, ".ssh")}, Caches: []sandbox.Cache{
+	p := prepareWith(t, f, sandbox.Request{Hide: []string{filepath.Join(f.home, ".ssh"), filepath.Join(outer, "secret")}, Caches: []sandbox.Cache{
 		{Dir: link, Env: "OUTER"}, {Dir: nested, Env: "NESTED"}, {Dir: inTree, Env: "INTREE"},
 		{Dir: hidden, Env: "HIDDEN"}, {Dir: missing, Env: "MISSING"}, {Dir: underTmp, Env: "UNDERTMP"},
 		{Dir: f.repo, Env: "WORKTREE"},
@@ -86,6 +87,7 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 	res, out := sh(t, p, f.repo, `set -e
 for v in OUTER NESTED INTREE UNDERTMP; do eval d=\$$v; cat "$d/entry"; echo changed > "$d/entry"; echo new > "$d/new"; mkdir "$d/dir"; done
 chmod 755 "$OUTER/readonly"; rm -r "$OUTER/readonly" "$OUTER/sub"; ln -s /etc "$OUTER/sub"
+! cat "$OUTER/secret" 2>/dev/null
 echo "HIDDEN=${HIDDEN-unset} MISSING=${MISSING-unset} WORKTREE=${WORKTREE-unset} GOTOOLCHAIN=$GOTOOLCHAIN KEPT=$KEPT"`)
 	want := "warm\nwarm\nwarm\nwarm\nHIDDEN=unset MISSING=unset WORKTREE=unset GOTOOLCHAIN=local KEPT=default\n"
 	if res.ExitCode != 0 || out != want {
