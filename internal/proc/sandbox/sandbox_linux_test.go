@@ -367,11 +367,11 @@ func TestAsUnprivilegedUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.v", "-test.count=1",
-		"-test.run=^(TestWriteInWorkTreePasses|TestWritesOutsideAreDenied|TestTmpAndHomeArePrivate|TestNetworkIsLoopbackOnly|TestHiddenPathsAreUnreadable|TestCommandRunsAsTheUserWithoutCapabilities)$")
+		"-test.run=^(TestWriteInWorkTreePasses|TestWritesOutsideAreDenied|TestTmpAndHomeArePrivate|TestNetworkIsLoopbackOnly|TestHiddenPathsAreUnreadable|TestCommandRunsAsTheUserWithoutCapabilities|TestCachesAreCopyOnWrite)$")
 	cmd.Dir = "/"
 	cmd.Env = append(os.Environ(), "FACTORY_SANDBOX_TEST_NOBODY=1", "HOME=/nonexistent")
 	out, err := cmd.CombinedOutput()
-	if err != nil || strings.Contains(string(out), "--- SKIP") || strings.Count(string(out), "--- PASS") < 6 {
+	if err != nil || strings.Contains(string(out), "--- SKIP") || strings.Count(string(out), "--- PASS") < 7 {
 		t.Fatalf("the rerun as nobody failed (%v):\n%s", err, out)
 	}
 }
