@@ -34,18 +34,29 @@ func BenchmarkToolchainCommands(b *testing.B) {
 	node := b.TempDir()
 	writeB(b, node, "package.json", `{"name": "tiny", "version": "1.0.0"}`+"\n")
 	writeB(b, node, "test/add.test.js", "const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds', () => assert.strictEqual(1 + 2, 3));\n")
+	jest := b.TempDir()
+	writeB(b, jest, "package.json", `{"name": "tiny", "version": "1.0.0"}`+"\n")
+	writeB(b, jest, "add.test.js", "test('adds', () => expect(1 + 2).toBe(3));\n")
 	for _, w := range []struct {
 		name, dir string
 		argv      []string
+		setup     []string // run unconfined first, in dir
 	}{
-		{"go-test-cached", repo, append([]string{"go", "test"}, goPkgs...)},
-		{"go-test-count1", repo, append([]string{"go", "test", "-count=1"}, goPkgs...)},
-		{"cargo-test", crate, []string{"cargo", "test", "--offline", "-q"}},
-		{"node-test", node, []string{"node", "--test"}},
+		{"go-test-cached", repo, append([]string{"go", "test"}, goPkgs...), nil},
+		{"go-test-count1", repo, append([]string{"go", "test", "-count=1"}, goPkgs...), nil},
+		{"cargo-test", crate, []string{"cargo", "test", "--offline", "-q"}, nil},
+		{"node-test", node, []string{"node", "--test"}, nil},
+		// jest from npm's cache: nothing is fetched.
+		{"npx-jest", jest, []string{"npx", "--no", "jest"}, []string{"npm", "install", "--offline", "--no-audit", "--no-fund", "jest@29"}},
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			if !proc.Found(w.argv[0]) {
 				b.Skipf("%s is not installed", w.argv[0])
+			}
+			if w.setup != nil {
+				if out, err := proc.Output(context.Background(), w.dir, w.setup, nil); err != nil {
+					b.Skipf("%v (is it in npm's cache?): %s", err, out)
+				}
 			}
 			tc := lang.MachineToolchains()
 			p, err := sandbox.Prepare(sandbox.Request{Mode: sandbox.ModeRequired, WorkTree: w.dir, Caches: tc.Caches, Env: tc.Env})

@@ -21,8 +21,9 @@ type Toolchains struct {
 	Caches []sandbox.Cache
 	// Env holds defaults for the commands' environment: GOTOOLCHAIN=local, since no toolchain can
 	// be downloaded in the sandbox (a Go that go.mod finds too old then says so instead of failing
-	// to reach the network), and GOENV, the user's `go env -w` settings, which the private HOME
-	// would hide (GOFLAGS among them: the same flags make the same cache keys).
+	// to reach the network); GOENV, the user's `go env -w` settings, which the private HOME would
+	// hide (GOFLAGS among them: the same flags make the same cache keys); and npm's settings that
+	// reach for the network on every run (the update check costs npx half a second there).
 	Env []string
 }
 
@@ -66,6 +67,7 @@ func findToolchains(ask func(argv ...string) ([]byte, bool), getenv func(string)
 			}
 		}
 	}
+	t.Env = append(t.Env, "npm_config_update_notifier=false", "npm_config_audit=false")
 	home := getenv("HOME")
 	// dir is the variable's value if absolute, else def under HOME ("" without HOME).
 	dir := func(variable, def string) string {

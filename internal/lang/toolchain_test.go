@@ -16,6 +16,7 @@ func TestFindToolchains(t *testing.T) {
 		{Dir: "/h/.local/share/pnpm/store", Env: "npm_config_store_dir"}, {Dir: "/h/.cache/pip", Env: "PIP_CACHE_DIR"},
 		{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
 	}
+	npm := []string{"npm_config_update_notifier=false", "npm_config_audit=false"}
 	goCaches := []sandbox.Cache{{Dir: "/c/go-build", Env: "GOCACHE"}, {Dir: "/g/pkg/mod", Env: "GOMODCACHE", ReadOnlyFallback: true}}
 	cases := []struct {
 		name    string
@@ -25,12 +26,12 @@ func TestFindToolchains(t *testing.T) {
 		want    []sandbox.Cache
 		wantEnv []string
 	}{
-		{"nothing installed, no HOME", "", nil, "", nil, nil},
-		{"defaults under HOME", "", map[string]string{"HOME": "/h"}, "", defaults, nil},
+		{"nothing installed, no HOME", "", nil, "", nil, npm},
+		{"defaults under HOME", "", map[string]string{"HOME": "/h"}, "", defaults, npm},
 		{"go answers", `{"GOCACHE": "/c/go-build", "GOMODCACHE": "/g/pkg/mod", "GOENV": "/h/.config/go/env"}`, map[string]string{"HOME": "/h"}, "",
-			append(slices.Clone(goCaches), defaults...), []string{"GOTOOLCHAIN=local", "GOENV=/h/.config/go/env"}},
-		{"go's caches off", `{"GOCACHE": "off", "GOMODCACHE": "", "GOENV": "off"}`, nil, "", nil, []string{"GOTOOLCHAIN=local"}},
-		{"go that does not speak JSON", "GOCACHE=/x", nil, "", nil, nil},
+			append(slices.Clone(goCaches), defaults...), append([]string{"GOTOOLCHAIN=local", "GOENV=/h/.config/go/env"}, npm...)},
+		{"go's caches off", `{"GOCACHE": "off", "GOMODCACHE": "", "GOENV": "off"}`, nil, "", nil, append([]string{"GOTOOLCHAIN=local"}, npm...)},
+		{"go that does not speak JSON", "GOCACHE=/x", nil, "", nil, npm},
 		{"variables and XDG directories", "", map[string]string{"HOME": "/h", "RUSTUP_HOME": "/opt/rustup", "CARGO_HOME": "/opt/cargo",
 			"npm_config_cache": "/n", "YARN_CACHE_FOLDER": "/y", "XDG_CACHE_HOME": "/xc", "XDG_DATA_HOME": "/xd", "GRADLE_USER_HOME": "relative"},
 			"cache=/ignored\n", []sandbox.Cache{
@@ -38,9 +39,9 @@ func TestFindToolchains(t *testing.T) {
 				{Dir: "/n", Env: "npm_config_cache"}, {Dir: "/y", Env: "YARN_CACHE_FOLDER"},
 				{Dir: "/xd/pnpm/store", Env: "npm_config_store_dir"}, {Dir: "/xc/pip", Env: "PIP_CACHE_DIR"},
 				{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
-			}, nil},
+			}, npm},
 		{".npmrc sets the cache", "", map[string]string{"HOME": "/h"}, "registry=https://r.example/\n cache = \"~/npm-cache/\"\n",
-			append(append(slices.Clone(defaults[:2]), sandbox.Cache{Dir: "/h/npm-cache", Env: "npm_config_cache"}), defaults[3:]...), nil},
+			append(append(slices.Clone(defaults[:2]), sandbox.Cache{Dir: "/h/npm-cache", Env: "npm_config_cache"}), defaults[3:]...), npm},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
