@@ -60,9 +60,9 @@ const initArg0 = "factory-sandbox-init"
 
 // Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the
 // sandbox's init (package initbin), which confines itself and then runs the command. It keeps the
-// command's process group, environment (but for HOME, TMPDIR where the command needs it, the variables of the caches it
-// sees and the defaults of Request.Env), directory and output files. With
-// the namespaces mechanism the command runs as the child of an init that is PID 1 of a new PID
+// command's process group, environment (but for HOME, TMPDIR where the environment sets one, the
+// variables of the caches it sees and the defaults of Request.Env), directory and output files.
+// With the namespaces mechanism the command runs as the child of an init that is PID 1 of a new PID
 // namespace, and the process started stands in for it: it leads the process group the command is
 // in, ends with the command's exit code or signal, and takes PID 1, and so everything the command
 // started, with it when it dies (as it does with factory). Otherwise the process started is the
