@@ -79,6 +79,9 @@ func TestCachesAreCopyOnWrite(t *testing.T) {
 		{Dir: hidden, Env: "HIDDEN"}, {Dir: missing, Env: "MISSING"}, {Dir: underTmp, Env: "UNDERTMP"},
 		{Dir: f.repo, Env: "WORKTREE"},
 	}, Env: []string{"GOTOOLCHAIN=local", "KEPT=default"}})
+	if w := p.Warning(); strings.Contains(w, "views do not work here") {
+		t.Skip(w)
+	}
 	before := map[string]map[string]string{}
 	for _, dir := range []string{outer, inTree, hidden, underTmp} {
 		before[dir] = snapshot(t, dir)

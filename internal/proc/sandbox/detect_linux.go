@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -62,6 +63,54 @@ var (
 	pidsOnce sync.Once
 	pidsErr  error
 )
+
+// overlays reports whether the copy-on-write views of caches work on top of the namespaces
+// mechanism, probing once per process: overlayfs in a user namespace needs Linux 5.11, and
+// removing from a view what the cache holds needs user xattrs on tmpfs (Linux 6.6).
+func overlays() error {
+	overlayOnce.Do(func() { overlayErr = probeOverlay() })
+	return overlayErr
+}
+
+var (
+	overlayOnce sync.Once
+	overlayErr  error
+)
+
+// probeOverlay removes, through a view, a directory of a scratch cache, which must stay.
+func probeOverlay() error {
+	dir, err := os.MkdirTemp("", "factory-sandbox-probe-")
+	if err != nil {
+		return fmt.Errorf("cannot create a directory for the probe: %w", err)
+	}
+	defer removeAll(dir)
+	work, cache := filepath.Join(dir, "work"), filepath.Join(dir, "cache")
+	for _, d := range []string{work, filepath.Join(cache, "d")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("cannot create a directory for the probe: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(cache, "d", "f"), nil, 0o600); err != nil {
+		return fmt.Errorf("cannot create a file for the probe: %w", err)
+	}
+	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: Detect().LandlockABI, workTree: work, cows: []string{cache}}
+	cmd := exec.Command("/bin/sh", "-c", `rm -r "$0/d" && test ! -e "$0/d"`, cache)
+	cmd.Dir, cmd.Env = work, []string{}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cleanup, err := p.wrap(cmd, false)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("trial run: %w: %s", err, strings.TrimPrefix(strings.TrimSpace(out.String()), "factory sandbox: "))
+	}
+	if _, err := os.Stat(filepath.Join(cache, "d", "f")); err != nil {
+		return fmt.Errorf("trial run: the view changed the cache: %w", err)
+	}
+	return nil
+}
 
 // probe runs the init through the namespaces mechanism on a scratch directory.
 func probe(abi int) error {

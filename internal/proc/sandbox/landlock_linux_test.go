@@ -87,7 +87,7 @@ func TestLandlockAloneCaches(t *testing.T) {
 		}
 	}
 	p := &Policy{mode: ModeAuto, mech: MechanismLandlock, abi: abi, workTree: repo}
-	p.showCaches(existingCaches([]Cache{{Dir: home, Env: "TOOL_HOME", ReadOnlyFallback: true}, {Dir: build, Env: "BUILD_CACHE"}}, repo, nil))
+	p.showCaches(existingCaches([]Cache{{Dir: home, Env: "TOOL_HOME", ReadOnlyFallback: true}, {Dir: build, Env: "BUILD_CACHE"}}, repo, nil), nil)
 	cmd := exec.Command("sh", "-c", `echo "$TOOL_HOME ${BUILD_CACHE-unset}"; echo x > "$TOOL_HOME/x"`)
 	cmd.Dir = repo
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}

@@ -120,7 +120,7 @@ type Policy struct {
 	caches   []Cache  // Caches that exist, with Dir resolved; for Landlock alone the ReadOnlyFallback ones
 	cows     []string // the outermost directories of caches, mounted copy-on-write (namespaces only)
 	env      []string // Env
-	unshared bool     // caches were asked for that Landlock alone cannot show
+	unshared string   // why caches asked for are not shown, or ""
 }
 
 // UnavailableError is the error Prepare returns in ModeRequired when the machine cannot confine
@@ -185,7 +185,11 @@ func Prepare(req Request) (*Policy, error) {
 		p.reason = *unavailable.Load()
 	case sup.UserNamespaces:
 		p.mech = MechanismNamespaces
-		p.showCaches(caches)
+		var noViews error
+		if len(caches) > 0 {
+			noViews = overlays()
+		}
+		p.showCaches(caches, noViews)
 		if !req.PrivatePIDs {
 			return p, nil
 		}
@@ -208,7 +212,7 @@ func Prepare(req Request) (*Policy, error) {
 	default:
 		p.reason = "neither user namespaces (" + sup.UserNamespacesError + ") nor Landlock (" + sup.LandlockError + ") are available"
 	}
-	p.showCaches(caches)
+	p.showCaches(caches, nil)
 	if req.Mode == ModeRequired && (p.mech == MechanismNone || len(p.hide) > 0 || req.PrivatePIDs) {
 		reason := p.reason
 		switch {
@@ -223,14 +227,19 @@ func Prepare(req Request) (*Policy, error) {
 }
 
 // showCaches decides which caches commands see, and how, for p's mechanism: all, copy-on-write,
-// with namespaces; the ReadOnlyFallback ones, read-only, with Landlock alone.
-func (p *Policy) showCaches(caches []Cache) {
-	switch p.mech {
-	case MechanismNamespaces:
+// with namespaces whose views work (noViews nil); else the ReadOnlyFallback ones, read-only.
+func (p *Policy) showCaches(caches []Cache, noViews error) {
+	switch {
+	case p.mech == MechanismNamespaces && noViews == nil:
 		p.caches, p.cows = caches, outermost(caches)
-	case MechanismLandlock:
+	case p.mech != MechanismNone:
 		p.caches = slices.DeleteFunc(slices.Clone(caches), func(c Cache) bool { return !c.ReadOnlyFallback })
-		p.unshared = len(p.caches) < len(caches)
+		if len(p.caches) < len(caches) {
+			p.unshared = "no copy-on-write without user namespaces"
+			if noViews != nil {
+				p.unshared = "copy-on-write views do not work here (" + noViews.Error() + ")"
+			}
+		}
 	}
 }
 
@@ -328,6 +337,8 @@ func (p *Policy) Warning() string {
 		return "warning: sandbox unavailable, commands run unconfined: " + p.reason
 	case p.wantPIDs && !p.pids && p.mech == MechanismNamespaces:
 		return "warning: sandbox: commands can see their ancestors' processes (environment, command line): " + p.reason
+	case p.unshared != "" && p.mech == MechanismNamespaces:
+		return "warning: sandbox: toolchain caches are not shared (" + p.unshared + "): builds start with empty ones in the private HOME; toolchain homes are read-only"
 	case p.mech == MechanismLandlock:
 		w := "warning: sandbox: Landlock only: " + p.reason
 		if len(p.hide) > 0 {
@@ -336,8 +347,8 @@ func (p *Policy) Warning() string {
 		if p.wantPIDs {
 			w += "; commands can see their ancestors' processes (environment, command line)"
 		}
-		if p.unshared {
-			w += "; toolchain caches are not shared (no copy-on-write without user namespaces): builds start with empty ones in the private HOME"
+		if p.unshared != "" {
+			w += "; toolchain caches are not shared (" + p.unshared + "): builds start with empty ones in the private HOME"
 		}
 		return w
 	}
@@ -400,7 +411,7 @@ func (p *Policy) Summary() Summary {
 	}
 	s.Writable = []string{p.workTree, tmp, home}
 	view := "copy-on-write"
-	if p.mech == MechanismLandlock {
+	if p.cows == nil {
 		view = "read-only"
 	}
 	for _, c := range p.caches {
