@@ -119,14 +119,18 @@ echo "HIDDEN=${HIDDEN-unset} MISSING=${MISSING-unset} WORKTREE=${WORKTREE-unset}
 	}
 }
 
-// A variable the command's environment sets wins over Request.Env's default.
+// A variable the command's environment sets wins over Request.Env's default; a default naming a
+// hidden path is dropped.
 func TestEnvDefaultsDoNotReplace(t *testing.T) {
 	f := newFixture(t)
-	p := prepareWith(t, f, sandbox.Request{Env: []string{"GOTOOLCHAIN=local"}})
-	res, out := sh(t, p, f.repo, `echo $GOTOOLCHAIN`) // sh's environment: the test's, through proc
-	want := "local\n"
+	hidden := filepath.Join(f.home, ".ssh", "id_x")
+	p := prepareWith(t, f, sandbox.Request{Hide: []string{filepath.Join(f.home, ".ssh")},
+		Env: []string{"GOTOOLCHAIN=local", "GOENV=" + hidden, "SHOWN=" + f.sibling}})
+	// sh's environment: the test's, through proc.
+	res, out := sh(t, p, f.repo, `echo "$GOTOOLCHAIN ${GOENV-unset} $SHOWN"`)
+	want := "local unset " + f.sibling + "\n"
 	if v, ok := os.LookupEnv("GOTOOLCHAIN"); ok {
-		want = v + "\n"
+		want = v + " unset " + f.sibling + "\n"
 	}
 	if res.ExitCode != 0 || out != want {
 		t.Errorf("GOTOOLCHAIN: exit %d, output %q; want %q", res.ExitCode, out, want)

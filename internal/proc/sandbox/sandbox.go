@@ -84,7 +84,8 @@ type Request struct {
 	// inside another is seen through the outer one's view.
 	Caches []Cache
 	// Env holds NAME=value entries set for confined commands whose environment lacks NAME, such as
-	// GOTOOLCHAIN=local (nothing can be downloaded there).
+	// GOTOOLCHAIN=local (nothing can be downloaded there); one whose value is a hidden path is
+	// dropped.
 	Env []string
 }
 
@@ -171,11 +172,22 @@ func Prepare(req Request) (*Policy, error) {
 		p.hide = appendResolved(p.hide, path)
 	}
 	p.wantPIDs, p.hostNet, p.ports = req.PrivatePIDs, req.HostNetwork, slices.Clone(req.ConnectPorts)
-	p.env = slices.Clone(req.Env)
-	for _, kv := range p.env {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+	for _, kv := range req.Env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
 			return nil, fmt.Errorf("sandbox: environment entry %q: not NAME=value", kv)
 		}
+		// A default naming a hidden file (GOENV under a hidden ~/.config) would make the tool
+		// fail on it: the tool's own default is better.
+		if filepath.IsAbs(value) {
+			if real, err := filepath.EvalSymlinks(value); err == nil {
+				value = real
+			}
+			if slices.ContainsFunc(p.hide, func(h string) bool { return within(filepath.Clean(value), h) }) {
+				continue
+			}
+		}
+		p.env = append(p.env, kv)
 	}
 	caches := existingCaches(req.Caches, p.workTree, p.hide)
 	sup := Detect()
