@@ -11,9 +11,11 @@ import (
 )
 
 // Detect reports what this machine supports, probing once per process: a trial run of the init,
-// which sets up the whole namespaces mechanism and exits instead of running a command, tells
-// whether unprivileged user namespaces work here (a sysctl, AppArmor or a container's seccomp
-// filter may forbid them or the mounts the init makes).
+// which sets up the whole namespaces mechanism, a copy-on-write view of a cache among it, and exits
+// instead of running a command, tells whether unprivileged user namespaces work here (a sysctl,
+// AppArmor or a container's seccomp filter may forbid them or the mounts the init makes); only
+// when it fails, a second one without the view tells whether the views alone do not work (overlayfs
+// in a user namespace needs Linux 5.11).
 //
 // Prepare calls it. Call it (or Prepare) before running commands concurrently in a process that
 // called proc.BecomeSubreaper: a command ending meanwhile would take the trial run for its orphan.
@@ -34,12 +36,17 @@ func detect() Support {
 		s.UserNamespacesError, s.LandlockABI, s.LandlockError = err.Error(), 0, err.Error()
 		return s
 	}
-	err := probe(s.LandlockABI)
+	err := probe(s.LandlockABI, true)
 	if err == nil {
-		s.UserNamespaces = true
+		s.UserNamespaces, s.CopyOnWrite = true, true
 		return s
 	}
-	s.UserNamespacesError = err.Error()
+	plain := probe(s.LandlockABI, false)
+	if plain == nil {
+		s.UserNamespaces, s.CopyOnWriteError = true, err.Error()
+		return s
+	}
+	s.UserNamespacesError = plain.Error()
 	// A kernel or security module may refuse to execute the init from its memfd at all; then
 	// Landlock alone cannot be had either.
 	if s.LandlockABI > 0 {
@@ -64,57 +71,14 @@ var (
 	pidsErr  error
 )
 
-// overlays reports whether the copy-on-write views of caches work on top of the namespaces
-// mechanism, probing once per process: overlayfs in a user namespace needs Linux 5.11, and
-// removing from a view what the cache holds needs user xattrs on tmpfs (Linux 6.6).
-func overlays() error {
-	overlayOnce.Do(func() { overlayErr = probeOverlay() })
-	return overlayErr
-}
-
-var (
-	overlayOnce sync.Once
-	overlayErr  error
-)
-
-// probeOverlay removes, through a view, a directory of a scratch cache, which must stay.
-func probeOverlay() error {
-	dir, err := os.MkdirTemp("", "factory-sandbox-probe-")
-	if err != nil {
-		return fmt.Errorf("cannot create a directory for the probe: %w", err)
+// probe runs the init through the namespaces mechanism on a scratch directory, with a
+// copy-on-write view of a directory in it if view is set.
+func probe(abi int, view bool) error {
+	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi}
+	if view {
+		p.cows = []string{"cache"} // in the scratch directory: probeWith makes it
 	}
-	defer removeAll(dir)
-	work, cache := filepath.Join(dir, "work"), filepath.Join(dir, "cache")
-	for _, d := range []string{work, filepath.Join(cache, "d")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("cannot create a directory for the probe: %w", err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(cache, "d", "f"), nil, 0o600); err != nil {
-		return fmt.Errorf("cannot create a file for the probe: %w", err)
-	}
-	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: Detect().LandlockABI, workTree: work, cows: []string{cache}}
-	cmd := exec.Command("/bin/sh", "-c", `rm -r "$0/d" && test ! -e "$0/d"`, cache)
-	cmd.Dir, cmd.Env = work, []string{}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cleanup, err := p.wrap(cmd, false)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("trial run: %w: %s", err, strings.TrimPrefix(strings.TrimSpace(out.String()), "factory sandbox: "))
-	}
-	if _, err := os.Stat(filepath.Join(cache, "d", "f")); err != nil {
-		return fmt.Errorf("trial run: the view changed the cache: %w", err)
-	}
-	return nil
-}
-
-// probe runs the init through the namespaces mechanism on a scratch directory.
-func probe(abi int) error {
-	return probeWith(&Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi})
+	return probeWith(p)
 }
 
 // probeWith runs the init with p's mechanism on a scratch directory, its work tree.
@@ -125,6 +89,12 @@ func probeWith(p *Policy) error {
 	}
 	defer removeAll(dir)
 	p.workTree = dir
+	for i, cache := range p.cows {
+		p.cows[i] = filepath.Join(dir, cache)
+		if err := os.Mkdir(p.cows[i], 0o700); err != nil {
+			return fmt.Errorf("cannot create a directory for the probe: %w", err)
+		}
+	}
 	cmd := exec.Command("/bin/true")
 	// In the scratch work tree: the init re-enters its directory after the
 	// mounts, and factory's own may be under a /tmp the probe does not show.

@@ -10,6 +10,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,8 +199,8 @@ func Prepare(req Request) (*Policy, error) {
 	case sup.UserNamespaces:
 		p.mech = MechanismNamespaces
 		var noViews error
-		if len(caches) > 0 {
-			noViews = overlays()
+		if !sup.CopyOnWrite {
+			noViews = errors.New(sup.CopyOnWriteError)
 		}
 		p.showCaches(caches, noViews)
 		if !req.PrivatePIDs {
@@ -490,4 +491,7 @@ type Support struct {
 	UserNamespacesError string `json:"user_namespaces_error,omitempty"`
 	LandlockABI         int    `json:"landlock_abi"` // 0: no Landlock
 	LandlockError       string `json:"landlock_error,omitempty"`
+	// CopyOnWrite: caches can be shown copy-on-write (with UserNamespaces).
+	CopyOnWrite      bool   `json:"copy_on_write"`
+	CopyOnWriteError string `json:"copy_on_write_error,omitempty"`
 }
