@@ -38,14 +38,15 @@ var MachineToolchains = sync.OnceValue(func() Toolchains {
 // askTimeout bounds the question to a toolchain.
 const askTimeout = 5 * time.Second
 
-// askToolchain runs argv if its program is installed and returns its output.
+// askToolchain runs argv if its program is installed and returns its output. It runs in /, outside
+// any module or package: a go.mod asking for a newer Go would make go switch toolchains.
 func askToolchain(argv ...string) ([]byte, bool) {
 	if !proc.Found(argv[0]) {
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 	defer cancel()
-	out, err := proc.Output(ctx, "", argv, nil)
+	out, err := proc.Output(ctx, "/", argv, nil)
 	return out, err == nil
 }
 
