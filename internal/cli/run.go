@@ -200,7 +200,7 @@ type sandboxFlags struct {
 }
 
 func (o *sandboxFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&o.mode, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
+	f.StringVar(&o.mode, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only; the toolchains' caches copy-on-write): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
 	f.StringVar(&o.home, "sandbox-home", "", "give confined commands this directory as a writable HOME (default: a private empty directory per command)")
 	f.StringArrayVar(&o.hide, "sandbox-hide", nil, "make this path unreadable to confined commands, e.g. ~/.ssh or ~/.aws (repeatable)")
 	f.StringArrayVar(&o.caches, "sandbox-cache", nil, "show this directory to confined commands copy-on-write, as the toolchains' caches found on this machine are (Go's, cargo's and rustup's homes, npm's, pip's, ~/.m2): they read it, and what they write there is thrown away when they end (repeatable; see docs/sandbox.md)")
