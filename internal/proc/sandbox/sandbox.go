@@ -459,14 +459,19 @@ func (p *Policy) Describe() string {
 	return fmt.Sprintf("sandbox %s: %s (network: %s; writable: %s%s)", s.Mode, s.Mechanism, s.Network, strings.Join(s.Writable, ", "), caches)
 }
 
+// dnsLookup is what a failed name lookup means in the sandbox.
+const dnsLookup = "a DNS lookup: commands have no network, so a dependency or toolchain must already be in the caches (nothing can be downloaded)"
+
 // denials are the kernel's messages for operations a sandbox denies, with what they most likely mean.
 var denials = []struct{ msg, meaning string }{
 	{"Read-only file system", "a write outside the work tree, TMPDIR and HOME, or to the git directory (EROFS)"},
 	{"Permission denied", "a write or read the sandbox denies, or a hidden path (EACCES)"},
 	{"Operation not permitted", "an operation the sandbox denies (EPERM)"},
 	{"Network is unreachable", "a network connection: commands have loopback only (ENETUNREACH)"},
-	{"Temporary failure in name resolution", "a DNS lookup: commands have no network"},
-	{"Name or service not known", "a DNS lookup: commands have no network"},
+	{"Temporary failure in name resolution", dnsLookup},
+	{"Name or service not known", dnsLookup},
+	{"Could not resolve host", dnsLookup}, // curl's, in cargo's and git's errors
+	{"EAI_AGAIN", dnsLookup},              // Node's, in npm's errors
 	{"GOTOOLCHAIN=local)", "a Go toolchain download: go.mod asks for a newer Go than the installed one, and toolchains cannot be downloaded in the sandbox (no network); lower the go line of go.mod (and any toolchain line) to the installed Go's version"},
 }
 

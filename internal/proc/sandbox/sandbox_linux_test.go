@@ -424,11 +424,13 @@ func TestPrepare(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	for out, want := range map[string]string{
-		"OSError: [Errno 30] Read-only file system: '/etc/x'":                   "(EROFS)",
-		"OSError: [Errno 101] Network is unreachable":                           "(ENETUNREACH)",
-		"sh: 1: cannot create /x: Permission denied":                            "(EACCES)",
-		"AssertionError: 3 != 4":                                                "",
-		"go: go.mod requires go >= 1.99 (running go 1.26.8; GOTOOLCHAIN=local)": "toolchains cannot be downloaded in the sandbox",
+		"OSError: [Errno 30] Read-only file system: '/etc/x'":                                                        "(EROFS)",
+		"OSError: [Errno 101] Network is unreachable":                                                                "(ENETUNREACH)",
+		"sh: 1: cannot create /x: Permission denied":                                                                 "(EACCES)",
+		"AssertionError: 3 != 4":                                                                                     "",
+		"go: go.mod requires go >= 1.99 (running go 1.26.8; GOTOOLCHAIN=local)":                                      "toolchains cannot be downloaded in the sandbox",
+		"[6] Could not resolve hostname (Could not resolve host: index.crates.io)":                                   "nothing can be downloaded",
+		"npm error request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org": "nothing can be downloaded",
 	} {
 		got := sandbox.Explain(out)
 		if want == "" && got != "" || !strings.Contains(got, want) {
