@@ -36,9 +36,6 @@ func TestRunGoRepoWithoutVerifyScript(t *testing.T) {
 	}
 	for _, mode := range []string{"off", "auto"} {
 		t.Run("sandbox "+mode, func(t *testing.T) {
-			if mode != "off" && testing.Short() {
-				t.Skip("-short: a confined go build starts from an empty build cache (tens of seconds)")
-			}
 			repo := newRepo(t, map[string]string{"go.mod": goMod, "calc/calc.go": goCalcV1, "README.md": "calc\n"})
 			wo := map[string]any{
 				"id":                  "WO-01",
@@ -156,9 +153,8 @@ func TestPlanGoRepo(t *testing.T) {
 
 // TestRunDefaultVerificationPerLanguage runs one work order in a repository
 // of each language without scripts/verify.sh and checks that the language's
-// default verification ran and passed. --sandbox off: a confined command
-// does not yet see the user's toolchain caches and homes (rustup's cargo
-// finds no toolchain under the private HOME), which is issue 27 part 3.
+// default verification ran and passed, in the default sandbox: rustup's
+// cargo and Go find their homes and caches through the copy-on-write views.
 func TestRunDefaultVerificationPerLanguage(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	path := os.Getenv("PATH")
@@ -234,7 +230,7 @@ func TestRunDefaultVerificationPerLanguage(t *testing.T) {
 			srv := llmtest.Start(t, llmtest.Reply{Content: llmtest.Proposal("mul", writes...)})
 			res := runFactory(t, []string{"OPENAI_API_KEY=test-key", "PATH=" + path}, "run", "--repo", repo, "--work-order", woPath,
 				"--out", filepath.Join(t.TempDir(), "out"), "--llm-model", "m", "--llm-base-url", srv.URL, "--timeout-seconds", "300",
-				"--max-attempts", "1", "--sandbox", "off")
+				"--max-attempts", "1")
 			if res.code != ExitPass {
 				t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 			}

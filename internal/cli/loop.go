@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/factory-harness/factory/internal/lang"
 	"github.com/factory-harness/factory/internal/loop"
 	"github.com/factory-harness/factory/internal/loop/tree"
 )
@@ -217,6 +218,8 @@ func openRunner(c *cobra.Command, env Env, o loop.Options, quiet bool) (*loop.Ru
 	if !quiet {
 		o.Progress = env.Stderr
 	}
+	tc := lang.MachineToolchains()
+	o.GuardCaches, o.GuardEnv = tc.Caches, tc.Env
 	r, err := loop.Open(c.Context(), o)
 	return r, loopError(err)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -599,11 +600,14 @@ echo "every escape denied"`}
 			Mode      string
 			Mechanism string
 			Network   string
+			Caches    []string
 		} `json:"guard_sandbox"`
 	}
 	t.Run("auto", func(t *testing.T) {
 		f := newLoopFixtureGuard(t, t.TempDir(), write, "", guard, "")
 		config, _ := os.ReadFile(filepath.Join(f.repo, ".git/config"))
+		modcache := t.TempDir() // go env names it: the guard sees it copy-on-write
+		f.env = append(f.env, "GOMODCACHE="+modcache)
 		out := f.mustRun(t, 0, "loop", "step")
 		if out.stdout != "chore(loop): run t1 iter 1 node root execute guard=pass\n" || !strings.Contains(out.stderr, "guard sandbox auto: namespaces+landlock") {
 			log, _ := os.ReadFile(f.iterFile(1, "guard.log"))
@@ -633,8 +637,9 @@ echo "every escape denied"`}
 		}
 		var m guardMeta
 		readJSON(t, f.iterFile(1, "meta.json"), &m)
-		if m.GuardSandbox.Mode != "auto" || m.GuardSandbox.Mechanism != "namespaces+landlock" || m.GuardSandbox.Network != "loopback only" {
-			t.Errorf("meta.json guard_sandbox = %+v", m.GuardSandbox)
+		if m.GuardSandbox.Mode != "auto" || m.GuardSandbox.Mechanism != "namespaces+landlock" || m.GuardSandbox.Network != "loopback only" ||
+			!slices.Contains(m.GuardSandbox.Caches, modcache+" (GOMODCACHE, copy-on-write)") {
+			t.Errorf("meta.json guard_sandbox = %+v, want the module cache among the caches", m.GuardSandbox)
 		}
 	})
 	t.Run("off", func(t *testing.T) {

@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/lang"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
@@ -189,36 +192,61 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 	}, nil
 }
 
-// sandboxFlags are --sandbox, --sandbox-home and --sandbox-hide, for every
-// command that runs verification commands.
+// sandboxFlags are --sandbox, --sandbox-home, --sandbox-hide and
+// --sandbox-cache, for every command that runs verification commands.
 type sandboxFlags struct {
-	mode, home string
-	hide       []string
+	mode, home   string
+	hide, caches []string
 }
 
 func (o *sandboxFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&o.mode, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
+	f.StringVar(&o.mode, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only; the toolchains' caches copy-on-write): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
 	f.StringVar(&o.home, "sandbox-home", "", "give confined commands this directory as a writable HOME (default: a private empty directory per command)")
 	f.StringArrayVar(&o.hide, "sandbox-hide", nil, "make this path unreadable to confined commands, e.g. ~/.ssh or ~/.aws (repeatable)")
+	f.StringArrayVar(&o.caches, "sandbox-cache", nil, "show this directory to confined commands copy-on-write, as the toolchains' caches found on this machine are (Go's, cargo's and rustup's homes, npm's, pip's, ~/.m2): they read it, and what they write there is thrown away when they end (repeatable; see docs/sandbox.md)")
 }
 
-// request checks the flags. Hidden paths may start with ~/ (a shell leaves
-// --sandbox-hide=~/.ssh unexpanded) and are made absolute.
+// request checks the flags. Hidden paths and caches may start with ~/ (a
+// shell leaves --sandbox-hide=~/.ssh unexpanded) and are made absolute; a
+// cache must be a directory. Unless the sandbox is off, the toolchains'
+// caches found on this machine come first (lang.MachineToolchains).
 func (o *sandboxFlags) request(env Env) (sandbox.Request, error) {
 	mode, err := sandbox.ParseMode(o.mode)
 	if err != nil {
 		return sandbox.Request{}, usagef("--sandbox: %v", err)
 	}
 	req := sandbox.Request{Mode: mode, Home: o.home}
-	for _, path := range o.hide {
+	abs := func(flag, path string) (string, error) {
 		if rest, ok := strings.CutPrefix(path, "~/"); ok && env.Getenv("HOME") != "" {
 			path = filepath.Join(env.Getenv("HOME"), rest)
 		}
 		abs, err := filepath.Abs(path)
 		if err != nil {
-			return sandbox.Request{}, usagef("--sandbox-hide %s: %v", path, err)
+			return "", usagef("%s %s: %v", flag, path, err)
 		}
-		req.Hide = append(req.Hide, abs)
+		return abs, nil
+	}
+	for _, path := range o.hide {
+		dir, err := abs("--sandbox-hide", path)
+		if err != nil {
+			return sandbox.Request{}, err
+		}
+		req.Hide = append(req.Hide, dir)
+	}
+	var caches []sandbox.Cache
+	for _, path := range o.caches {
+		dir, err := abs("--sandbox-cache", path)
+		if err != nil {
+			return sandbox.Request{}, err
+		}
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			return sandbox.Request{}, usagef("--sandbox-cache %s: not a directory", path)
+		}
+		caches = append(caches, sandbox.Cache{Dir: dir})
+	}
+	if mode != sandbox.ModeOff {
+		tc := lang.MachineToolchains()
+		req.Caches, req.Env = append(slices.Clone(tc.Caches), caches...), tc.Env
 	}
 	return req, nil
 }

@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/lang"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
@@ -38,6 +41,9 @@ func TestSandboxKeepsGitReadOnly(t *testing.T) {
 	if got := s.Sandbox; got.Mode != want.Mode || got.Mechanism != want.Mechanism || got.Network != want.Network ||
 		len(got.Writable) == 0 || got.Writable[0] != f.repo {
 		t.Errorf("summary sandbox = %+v, want %+v with the repo writable", got, want)
+	}
+	if got := s.Sandbox.Caches; len(got) == 0 || !strings.HasSuffix(got[0], ", copy-on-write)") || !strings.Contains(res.stderr, "; caches: "+got[0]) {
+		t.Errorf("summary caches = %q, want the machine's toolchain caches, copy-on-write, also on the progress line", got)
 	}
 	b := s.Attempts[0].FailureBrief
 	if b == nil || b.Stage != factory.StageAcceptanceFailed ||
@@ -126,5 +132,58 @@ func TestSandboxFlagsRequest(t *testing.T) {
 	}
 	if req.Mode != sandbox.ModeRequired || req.Home != "/srv/home" || strings.Join(req.Hide, " ") != "/home/u/.ssh /etc/secret" {
 		t.Errorf("request = %+v", req)
+	}
+}
+
+// --sandbox-cache adds directories to the toolchains' caches found on this machine; it must name
+// a directory; with --sandbox off no cache is asked for.
+func TestSandboxCacheFlag(t *testing.T) {
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, "cache"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Getenv: func(name string) string { return map[string]string{"HOME": home}[name] }}
+	machine := lang.MachineToolchains()
+	cases := []struct {
+		name, mode string
+		caches     []string
+		want       []sandbox.Cache // after the machine's
+		wantErr    string
+	}{
+		{"machine's only", "auto", nil, nil, ""},
+		{"~/ expanded", "auto", []string{"~/cache"}, []sandbox.Cache{{Dir: filepath.Join(home, "cache")}}, ""},
+		{"absolute", "required", []string{filepath.Join(home, "cache")}, []sandbox.Cache{{Dir: filepath.Join(home, "cache")}}, ""},
+		{"missing", "auto", []string{"~/missing"}, nil, "--sandbox-cache ~/missing: not a directory"},
+		{"a file", "auto", []string{"/etc/hostname"}, nil, "--sandbox-cache /etc/hostname: not a directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := sandboxFlags{mode: c.mode, caches: c.caches}
+			req, err := o.request(env)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("request: %v, want an error with %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append(slices.Clone(machine.Caches), c.want...)
+			if !slices.Equal(req.Caches, want) || !slices.Equal(req.Env, machine.Env) {
+				t.Errorf("request caches %+v, env %q; want %+v, %q", req.Caches, req.Env, want, machine.Env)
+			}
+		})
+	}
+	o := sandboxFlags{mode: "off", caches: []string{"~/cache"}}
+	if req, err := o.request(env); err != nil || req.Caches != nil || req.Env != nil {
+		t.Errorf("--sandbox off: %+v, %v; want no caches", req, err)
+	}
+	cmd := newRootCmd(Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, Getenv: env.Getenv})
+	for _, name := range []string{"run", "build", "eval", "mcp", "worker"} {
+		sub, _, err := cmd.Find([]string{name})
+		if err != nil || sub.Flags().Lookup("sandbox-cache") == nil {
+			t.Errorf("factory %s has no --sandbox-cache (%v)", name, err)
+		}
 	}
 }

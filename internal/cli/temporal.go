@@ -53,7 +53,7 @@ func (t *buildTemporalFlags) add(f *pflag.FlagSet) {
 // workerSideFlags are build flags a Temporal build takes from each
 // worker's own command line, never from the submitter: keys, endpoints,
 // prices and the commands' confinement stay out of the workflow.
-var workerSideFlags = []string{"repo", "out", "llm-base-url", "llm-timeout-seconds", "sandbox", "sandbox-home", "sandbox-hide",
+var workerSideFlags = []string{"repo", "out", "llm-base-url", "llm-timeout-seconds", "sandbox", "sandbox-home", "sandbox-hide", "sandbox-cache",
 	"python", "prices", "record", "replay", "env-policy", "pass-env", "max-wait-seconds", "poll-interval", "retry-backoff"}
 
 // runBuildTemporal submits the build as a workflow and follows it,

@@ -1,8 +1,9 @@
 // Package lang knows the languages factory builds: how to recognise each in
 // a repository, the global verification that runs when the repository has
 // no scripts/verify.sh, and how the planner should write work orders and
-// acceptance commands in it. It is pure: detection reads only the files it
-// is given.
+// acceptance commands in it. Detection is pure: it reads only the files it
+// is given; MachineToolchains asks the installed toolchains (through proc)
+// where their caches are, for the sandbox.
 package lang
 
 import (

@@ -44,6 +44,11 @@ type Options struct {
 	Progress                 io.Writer        // nil: silent
 	Now                      func() time.Time // clock of log timestamps; nil: time.Now
 	Environ                  []string         // the environment to filter for commands; nil: os.Environ()
+	// GuardCaches and GuardEnv are the toolchains' caches the guard sees copy-on-write and the
+	// defaults of its environment (sandbox.Request's Caches and Env; the CLI passes the
+	// machine's, lang.MachineToolchains).
+	GuardCaches []sandbox.Cache
+	GuardEnv    []string
 }
 
 // Runner runs iterations on one repository, holding its lock.
@@ -99,7 +104,7 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 	if err != nil {
 		return nil, refusef("%s: %v", ConfigPath, err)
 	}
-	box, err := prepareGuardSandbox(cfg.Guard, repo)
+	box, err := prepareGuardSandbox(cfg.Guard, repo, o)
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +150,10 @@ func Open(ctx context.Context, o Options) (*Runner, error) {
 // directories and the iteration logs read-only (the guard runs code the
 // agent wrote, which must not rewrite hooks or its own record). A machine
 // that cannot confine is refused in "required" mode.
-func prepareGuardSandbox(g GuardConfig, repo *gitws.Repo) (*sandbox.Policy, error) {
+func prepareGuardSandbox(g GuardConfig, repo *gitws.Repo, o Options) (*sandbox.Policy, error) {
 	mode := sandbox.Mode(g.Sandbox) // checked with the rest of config.toml
-	box, err := sandbox.Prepare(sandbox.Request{Mode: mode, WorkTree: repo.Root, ReadOnly: readOnlyPaths(repo)})
+	box, err := sandbox.Prepare(sandbox.Request{Mode: mode, WorkTree: repo.Root, ReadOnly: readOnlyPaths(repo),
+		Caches: o.GuardCaches, Env: o.GuardEnv})
 	if err != nil {
 		return nil, refusef("%s: [guard] sandbox = %q: %v", ConfigPath, mode, err)
 	}

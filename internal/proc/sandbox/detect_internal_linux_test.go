@@ -21,7 +21,7 @@ func TestProbeFromADirectoryUnderTmp(t *testing.T) {
 	defer os.RemoveAll(dir)
 	t.Chdir(dir)
 	abi, _ := landlockABI()
-	if err := probe(abi); err != nil {
+	if err := probe(abi, true); err != nil {
 		if strings.Contains(err.Error(), "cannot enter") {
 			t.Fatalf("probe from %s: %v", dir, err)
 		}

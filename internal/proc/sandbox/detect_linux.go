@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 )
 
 // Detect reports what this machine supports, probing once per process: a trial run of the init,
-// which sets up the whole namespaces mechanism and exits instead of running a command, tells
-// whether unprivileged user namespaces work here (a sysctl, AppArmor or a container's seccomp
-// filter may forbid them or the mounts the init makes).
+// which sets up the whole namespaces mechanism, a copy-on-write view of a cache among it, and exits
+// instead of running a command, tells whether unprivileged user namespaces work here (a sysctl,
+// AppArmor or a container's seccomp filter may forbid them or the mounts the init makes); only
+// when it fails, a second one without the view tells whether the views alone do not work (overlayfs
+// in a user namespace needs Linux 5.11).
 //
 // Prepare calls it. Call it (or Prepare) before running commands concurrently in a process that
 // called proc.BecomeSubreaper: a command ending meanwhile would take the trial run for its orphan.
@@ -33,12 +36,17 @@ func detect() Support {
 		s.UserNamespacesError, s.LandlockABI, s.LandlockError = err.Error(), 0, err.Error()
 		return s
 	}
-	err := probe(s.LandlockABI)
+	err := probe(s.LandlockABI, true)
 	if err == nil {
-		s.UserNamespaces = true
+		s.UserNamespaces, s.CopyOnWrite = true, true
 		return s
 	}
-	s.UserNamespacesError = err.Error()
+	plain := probe(s.LandlockABI, false)
+	if plain == nil {
+		s.UserNamespaces, s.CopyOnWriteError = true, err.Error()
+		return s
+	}
+	s.UserNamespacesError = plain.Error()
 	// A kernel or security module may refuse to execute the init from its memfd at all; then
 	// Landlock alone cannot be had either.
 	if s.LandlockABI > 0 {
@@ -63,9 +71,14 @@ var (
 	pidsErr  error
 )
 
-// probe runs the init through the namespaces mechanism on a scratch directory.
-func probe(abi int) error {
-	return probeWith(&Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi})
+// probe runs the init through the namespaces mechanism on a scratch directory, with a
+// copy-on-write view of a directory in it if view is set.
+func probe(abi int, view bool) error {
+	p := &Policy{mode: ModeAuto, mech: MechanismNamespaces, abi: abi}
+	if view {
+		p.cows = []string{"cache"} // in the scratch directory: probeWith makes it
+	}
+	return probeWith(p)
 }
 
 // probeWith runs the init with p's mechanism on a scratch directory, its work tree.
@@ -76,6 +89,12 @@ func probeWith(p *Policy) error {
 	}
 	defer removeAll(dir)
 	p.workTree = dir
+	for i, cache := range p.cows {
+		p.cows[i] = filepath.Join(dir, cache)
+		if err := os.Mkdir(p.cows[i], 0o700); err != nil {
+			return fmt.Errorf("cannot create a directory for the probe: %w", err)
+		}
+	}
 	cmd := exec.Command("/bin/true")
 	// In the scratch work tree: the init re-enters its directory after the
 	// mounts, and factory's own may be under a /tmp the probe does not show.

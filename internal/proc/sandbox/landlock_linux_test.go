@@ -68,3 +68,45 @@ func TestLandlockAlone(t *testing.T) {
 		t.Errorf("connecting to the host's listener: %v: %s; want Permission denied", err, out)
 	}
 }
+
+// With Landlock alone, which cannot make writes private, commands see only the toolchain homes
+// (read-only) and no other cache: the real ones are never written.
+func TestLandlockAloneCaches(t *testing.T) {
+	abi, why := landlockABI()
+	if abi < 2 {
+		t.Skipf("no Landlock that restricts here (ABI %d): %s", abi, why)
+	}
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, home, build := filepath.Join(root, "repo"), filepath.Join(root, "toolhome"), filepath.Join(root, "buildcache")
+	for _, dir := range []string{repo, home, build} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &Policy{mode: ModeAuto, mech: MechanismLandlock, abi: abi, workTree: repo}
+	p.showCaches(existingCaches([]Cache{{Dir: home, Env: "TOOL_HOME", ReadOnlyFallback: true}, {Dir: build, Env: "BUILD_CACHE"}}, repo, nil), nil)
+	cmd := exec.Command("sh", "-c", `echo "$TOOL_HOME ${BUILD_CACHE-unset}"; echo x > "$TOOL_HOME/x"`)
+	cmd.Dir = repo
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cleanup, err := p.Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.HasPrefix(string(out), home+" unset\n") || !strings.Contains(string(out), "Permission denied") {
+		t.Errorf("%v: %s; want the home shown, the build cache not, and the write denied", err, out)
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("the tool home changed on the host: %v", entries)
+	}
+	if got, want := p.Summary().Caches, []string{home + " (TOOL_HOME, read-only)"}; len(got) != 1 || got[0] != want[0] {
+		t.Errorf("Summary().Caches = %q, want %q", got, want)
+	}
+	if w := p.Warning(); !strings.Contains(w, "toolchain caches are not shared") {
+		t.Errorf("Warning() = %q, want it to say the caches are not shared", w)
+	}
+}

@@ -10,6 +10,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,6 +78,29 @@ type Request struct {
 	// address), where Landlock can restrict them (ABI 4 or later); below that they are unrestricted.
 	HostNetwork  bool
 	ConnectPorts []uint16
+	// Caches are the toolchains' caches and homes, which commands see copy-on-write (with user
+	// namespaces): they read what is there, and what they write goes to a layer of their own, gone
+	// when they end, so that no command changes what a later one, or the user, reads. Skipped: a
+	// directory that does not exist, the work tree itself and what is inside a hidden path. One
+	// inside another is seen through the outer one's view.
+	Caches []Cache
+	// Env holds NAME=value entries set for confined commands whose environment lacks NAME, such as
+	// GOTOOLCHAIN=local (nothing can be downloaded there); one whose value is a hidden path is
+	// dropped.
+	Env []string
+}
+
+// Cache is a directory of a toolchain's: a build or package cache, or a toolchain home.
+type Cache struct {
+	Dir string
+	// Env names the variable that points the tool at Dir ("GOCACHE"), set for the commands that see
+	// Dir; "" for none.
+	Env string
+	// ReadOnlyFallback: with Landlock alone, which cannot make writes private, commands still see Dir
+	// (and Env), read-only: a toolchain home they run from and would write to only to download
+	// (rustup's and cargo's homes, Go's module cache). Other caches are then not shown: the tool
+	// makes an empty one in the private HOME.
+	ReadOnlyFallback bool
 }
 
 // Policy is a prepared confinement: Prepare decided the mechanism once, and Wrap applies it to each
@@ -95,6 +119,10 @@ type Policy struct {
 	wantPIDs bool     // PrivatePIDs was asked for
 	hostNet  bool     // HostNetwork
 	ports    []uint16 // ConnectPorts
+	caches   []Cache  // Caches that exist, with Dir resolved; for Landlock alone the ReadOnlyFallback ones
+	cows     []string // the outermost directories of caches, mounted copy-on-write (namespaces only)
+	env      []string // Env
+	unshared string   // why caches asked for are not shown, or ""
 }
 
 // UnavailableError is the error Prepare returns in ModeRequired when the machine cannot confine
@@ -145,6 +173,24 @@ func Prepare(req Request) (*Policy, error) {
 		p.hide = appendResolved(p.hide, path)
 	}
 	p.wantPIDs, p.hostNet, p.ports = req.PrivatePIDs, req.HostNetwork, slices.Clone(req.ConnectPorts)
+	for _, kv := range req.Env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("sandbox: environment entry %q: not NAME=value", kv)
+		}
+		// A default naming a hidden file (GOENV under a hidden ~/.config) would make the tool
+		// fail on it: the tool's own default is better.
+		if filepath.IsAbs(value) {
+			if real, err := filepath.EvalSymlinks(value); err == nil {
+				value = real
+			}
+			if slices.ContainsFunc(p.hide, func(h string) bool { return within(filepath.Clean(value), h) }) {
+				continue
+			}
+		}
+		p.env = append(p.env, kv)
+	}
+	caches := existingCaches(req.Caches, p.workTree, p.hide)
 	sup := Detect()
 	p.abi = sup.LandlockABI
 	switch {
@@ -152,6 +198,11 @@ func Prepare(req Request) (*Policy, error) {
 		p.reason = *unavailable.Load()
 	case sup.UserNamespaces:
 		p.mech = MechanismNamespaces
+		var noViews error
+		if !sup.CopyOnWrite {
+			noViews = errors.New(sup.CopyOnWriteError)
+		}
+		p.showCaches(caches, noViews)
 		if !req.PrivatePIDs {
 			return p, nil
 		}
@@ -174,6 +225,7 @@ func Prepare(req Request) (*Policy, error) {
 	default:
 		p.reason = "neither user namespaces (" + sup.UserNamespacesError + ") nor Landlock (" + sup.LandlockError + ") are available"
 	}
+	p.showCaches(caches, nil)
 	if req.Mode == ModeRequired && (p.mech == MechanismNone || len(p.hide) > 0 || req.PrivatePIDs) {
 		reason := p.reason
 		switch {
@@ -185,6 +237,63 @@ func Prepare(req Request) (*Policy, error) {
 		return nil, &UnavailableError{Reason: reason}
 	}
 	return p, nil
+}
+
+// showCaches decides which caches commands see, and how, for p's mechanism: all, copy-on-write,
+// with namespaces whose views work (noViews nil); else the ReadOnlyFallback ones, read-only.
+func (p *Policy) showCaches(caches []Cache, noViews error) {
+	switch {
+	case p.mech == MechanismNamespaces && noViews == nil:
+		p.caches, p.cows = caches, outermost(caches)
+	case p.mech != MechanismNone:
+		p.caches = slices.DeleteFunc(slices.Clone(caches), func(c Cache) bool { return !c.ReadOnlyFallback })
+		if len(p.caches) < len(caches) {
+			p.unshared = "no copy-on-write without user namespaces"
+			if noViews != nil {
+				p.unshared = "copy-on-write views do not work here (" + noViews.Error() + ")"
+			}
+		}
+	}
+}
+
+// existingCaches are the caches whose directories exist, resolved, but for the work tree itself
+// (which is writable, not copy-on-write) and those inside hidden paths (which stay hidden).
+func existingCaches(caches []Cache, workTree string, hide []string) []Cache {
+	var out []Cache
+	for _, c := range caches {
+		dir, err := filepath.Abs(c.Dir)
+		if err == nil {
+			dir, err = filepath.EvalSymlinks(dir)
+		}
+		if err != nil {
+			continue
+		}
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() || dir == workTree ||
+			slices.ContainsFunc(hide, func(h string) bool { return within(dir, h) }) ||
+			slices.ContainsFunc(out, func(o Cache) bool { return o.Dir == dir && o.Env == c.Env }) {
+			continue
+		}
+		c.Dir = dir
+		out = append(out, c)
+	}
+	return out
+}
+
+// outermost are the caches' directories but those inside another one's, which its view shows.
+func outermost(caches []Cache) []string {
+	var dirs []string
+	for _, c := range caches {
+		if !slices.ContainsFunc(caches, func(o Cache) bool { return o.Dir != c.Dir && within(c.Dir, o.Dir) }) &&
+			!slices.Contains(dirs, c.Dir) {
+			dirs = append(dirs, c.Dir)
+		}
+	}
+	return dirs
+}
+
+// within reports whether path is dir or lies beneath it; both clean and absolute.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // absDir returns dir as an absolute path with symlinks resolved, checking it is a directory.
@@ -241,6 +350,8 @@ func (p *Policy) Warning() string {
 		return "warning: sandbox unavailable, commands run unconfined: " + p.reason
 	case p.wantPIDs && !p.pids && p.mech == MechanismNamespaces:
 		return "warning: sandbox: commands can see their ancestors' processes (environment, command line): " + p.reason
+	case p.unshared != "" && p.mech == MechanismNamespaces:
+		return "warning: sandbox: toolchain caches are not shared (" + p.unshared + "): builds start with empty ones in the private HOME; toolchain homes are read-only"
 	case p.mech == MechanismLandlock:
 		w := "warning: sandbox: Landlock only: " + p.reason
 		if len(p.hide) > 0 {
@@ -248,6 +359,9 @@ func (p *Policy) Warning() string {
 		}
 		if p.wantPIDs {
 			w += "; commands can see their ancestors' processes (environment, command line)"
+		}
+		if p.unshared != "" {
+			w += "; toolchain caches are not shared (" + p.unshared + "): builds start with empty ones in the private HOME"
 		}
 		return w
 	}
@@ -262,6 +376,9 @@ type Summary struct {
 	Writable  []string  `json:"writable"`
 	// Processes is "private" when commands see only the processes they start (Request.PrivatePIDs).
 	Processes string `json:"processes,omitempty"`
+	// Caches are the toolchains' caches commands see, each as "DIR (VARIABLE, copy-on-write)", or
+	// "read-only" with Landlock alone.
+	Caches []string `json:"caches,omitempty"`
 }
 
 // PrivateTmp and PrivateHome stand for the per-command directories in Summary.Writable.
@@ -306,6 +423,17 @@ func (p *Policy) Summary() Summary {
 		tmp = "/tmp as " + PrivateTmp
 	}
 	s.Writable = []string{p.workTree, tmp, home}
+	view := "copy-on-write"
+	if p.cows == nil {
+		view = "read-only"
+	}
+	for _, c := range p.caches {
+		if c.Env != "" {
+			s.Caches = append(s.Caches, c.Dir+" ("+c.Env+", "+view+")")
+		} else {
+			s.Caches = append(s.Caches, c.Dir+" ("+view+")")
+		}
+	}
 	return s
 }
 
@@ -324,8 +452,15 @@ func (p *Policy) Describe() string {
 	if s.Mechanism == MechanismNone {
 		return fmt.Sprintf("sandbox %s: NOT confined", s.Mode)
 	}
-	return fmt.Sprintf("sandbox %s: %s (network: %s; writable: %s)", s.Mode, s.Mechanism, s.Network, strings.Join(s.Writable, ", "))
+	caches := ""
+	if len(s.Caches) > 0 {
+		caches = "; caches: " + strings.Join(s.Caches, ", ")
+	}
+	return fmt.Sprintf("sandbox %s: %s (network: %s; writable: %s%s)", s.Mode, s.Mechanism, s.Network, strings.Join(s.Writable, ", "), caches)
 }
+
+// dnsLookup is what a failed name lookup means in the sandbox.
+const dnsLookup = "a DNS lookup: commands have no network, so a dependency or toolchain must already be in the caches (nothing can be downloaded)"
 
 // denials are the kernel's messages for operations a sandbox denies, with what they most likely mean.
 var denials = []struct{ msg, meaning string }{
@@ -333,8 +468,11 @@ var denials = []struct{ msg, meaning string }{
 	{"Permission denied", "a write or read the sandbox denies, or a hidden path (EACCES)"},
 	{"Operation not permitted", "an operation the sandbox denies (EPERM)"},
 	{"Network is unreachable", "a network connection: commands have loopback only (ENETUNREACH)"},
-	{"Temporary failure in name resolution", "a DNS lookup: commands have no network"},
-	{"Name or service not known", "a DNS lookup: commands have no network"},
+	{"Temporary failure in name resolution", dnsLookup},
+	{"Name or service not known", dnsLookup},
+	{"Could not resolve host", dnsLookup}, // curl's, in cargo's and git's errors
+	{"EAI_AGAIN", dnsLookup},              // Node's, in npm's errors
+	{"GOTOOLCHAIN=local)", "a Go toolchain download: go.mod asks for a newer Go than the installed one, and toolchains cannot be downloaded in the sandbox (no network); lower the go line of go.mod (and any toolchain line) to the installed Go's version"},
 }
 
 // Explain names the denials visible in a confined command's output, for a failure brief: "" when
@@ -358,4 +496,7 @@ type Support struct {
 	UserNamespacesError string `json:"user_namespaces_error,omitempty"`
 	LandlockABI         int    `json:"landlock_abi"` // 0: no Landlock
 	LandlockError       string `json:"landlock_error,omitempty"`
+	// CopyOnWrite: caches can be shown copy-on-write (with UserNamespaces).
+	CopyOnWrite      bool   `json:"copy_on_write"`
+	CopyOnWriteError string `json:"copy_on_write_error,omitempty"`
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ type plan struct {
 	makeNS, pids, hostNet, probe bool
 	hostTmp, tmp, makeHome       string
 	writable, readOnly, hide     []string
+	caches                       []string
 	ports                        []uint16
 	abi, parent                  int
 }
@@ -41,7 +43,7 @@ func (pl plan) args(path string, argv []string) []string {
 	for _, f := range []struct {
 		opt   string
 		paths []string
-	}{{"-w", pl.writable}, {"-r", pl.readOnly}, {"-x", pl.hide}} {
+	}{{"-w", pl.writable}, {"-r", pl.readOnly}, {"-x", pl.hide}, {"-o", pl.caches}} {
 		for _, path := range f.paths {
 			args = append(args, f.opt, path)
 		}
@@ -58,8 +60,9 @@ const initArg0 = "factory-sandbox-init"
 
 // Wrap rewrites cmd, built by exec.Command for the command to confine, so that it runs the
 // sandbox's init (package initbin), which confines itself and then runs the command. It keeps the
-// command's process group, environment (but for TMPDIR and HOME), directory and output files. With
-// the namespaces mechanism the command runs as the child of an init that is PID 1 of a new PID
+// command's process group, environment (but for HOME, TMPDIR where the environment sets one, the
+// variables of the caches it sees and the defaults of Request.Env), directory and output files.
+// With the namespaces mechanism the command runs as the child of an init that is PID 1 of a new PID
 // namespace, and the process started stands in for it: it leads the process group the command is
 // in, ends with the command's exit code or signal, and takes PID 1, and so everything the command
 // started, with it when it dies (as it does with factory). Otherwise the process started is the
@@ -91,7 +94,7 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 	home, tmpdir := p.home, "/tmp"
 	cleanup = func() {}
 	if ns {
-		pl.hostTmp = hostTmp()
+		pl.hostTmp, pl.caches = hostTmp(), p.cows
 		// The init mounts a fresh tmpfs at /tmp and makes HOME in it: no
 		// directory to make and remove on the host for each command, and
 		// nothing left behind when factory is killed.
@@ -125,7 +128,24 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 		pl.writable = append(pl.writable, home)
 	}
 	wrapCmd(cmd, pl, init)
-	cmd.Env = setEnv(cmd.Env, "TMPDIR="+tmpdir, "HOME="+home)
+	set := []string{"HOME=" + home}
+	// The private /tmp is where programs look without TMPDIR: set it only to replace the
+	// environment's, so that a go test whose result depends on TMPDIR finds its result cached.
+	if !ns || slices.ContainsFunc(cmd.Env, func(e string) bool { return strings.HasPrefix(e, "TMPDIR=") }) {
+		set = append(set, "TMPDIR="+tmpdir)
+	}
+	for _, c := range p.caches {
+		if c.Env != "" {
+			set = append(set, c.Env+"="+c.Dir)
+		}
+	}
+	for _, kv := range p.env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(cmd.Env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+			set = append(set, kv)
+		}
+	}
+	cmd.Env = setEnv(cmd.Env, set...)
 	return cleanup, nil
 }
 

@@ -32,6 +32,7 @@ func TestInitRuns(t *testing.T) {
 		{"bad number", []string{"-a", "7x", "--", "/bin/true", "true"}, 125, "", "factory sandbox: bad plan: not a number for -a\n"},
 		{"bad port", []string{"-c", "65536", "--", "/bin/true", "true"}, 125, "", "factory sandbox: bad plan: bad port 65536\n"},
 		{"many paths", append(many, "-q", "-a", "0", "--", "/bin/true", "true"), 0, "", ""},
+		{"cache without namespaces", []string{"-o", "/", "-a", "0", "--", "/bin/true", "true"}, 125, "", "factory sandbox: bad plan: -o needs namespaces\n"},
 		{"no command", []string{"-a", "0", "--", "/bin/true"}, 125, "", "factory sandbox: no command to run\n"},
 		{"no end of options", []string{"-a", "0"}, 125, "", "factory sandbox: bad plan: no --\n"},
 		{"missing program", []string{"-a", "0", "--", "/nonexistent/prog", "prog"}, 125, "", "factory sandbox: cannot execute /nonexistent/prog: no such file or directory\n"},

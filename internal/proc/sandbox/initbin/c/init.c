@@ -31,6 +31,8 @@
  *   -w PATH     writable (the work tree, HOME)
  *   -r PATH     read-only even inside a writable path (skipped if missing)
  *   -x PATH     hidden: covered by an unreadable empty file or directory
+ *   -o DIR      a cache seen copy-on-write: an overlay at DIR over DIR, whose writes go to a tmpfs
+ *               no path reaches, gone with the command (skipped if missing; with -n or -N only)
  *   -a N        the kernel's Landlock ABI version
  *   -u PID      factory's pid: the init refuses to run the command for another parent
  *   -q          probe: set everything up, then exit 0 instead of executing the command
@@ -53,7 +55,7 @@ enum {
 	SYS_capset = 126, SYS_prctl = 157, SYS_mount = 165, SYS_exit_group = 231, SYS_openat = 257,
 	SYS_mkdirat = 258, SYS_unlinkat = 263, SYS_unshare = 272, SYS_statx = 332,
 	SYS_rt_sigaction = 13, SYS_rt_sigprocmask = 14, SYS_getpid = 39, SYS_clone = 56, SYS_wait4 = 61,
-	SYS_kill = 62, SYS_ppoll = 271, SYS_pipe2 = 293,
+	SYS_kill = 62, SYS_ppoll = 271, SYS_pipe2 = 293, SYS_umount2 = 166, SYS_fchmodat = 268,
 };
 static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -71,7 +73,7 @@ enum {
 	SYS_unshare = 97, SYS_prctl = 167, SYS_getppid = 173, SYS_getuid = 174, SYS_getgid = 176,
 	SYS_socket = 198, SYS_execve = 221, SYS_statx = 291,
 	SYS_pipe2 = 59, SYS_ppoll = 73, SYS_kill = 129, SYS_rt_sigaction = 134, SYS_rt_sigprocmask = 135,
-	SYS_getpid = 172, SYS_clone = 220, SYS_wait4 = 260,
+	SYS_getpid = 172, SYS_clone = 220, SYS_wait4 = 260, SYS_umount2 = 39, SYS_fchmodat = 53,
 };
 static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -96,7 +98,8 @@ enum {
 enum {
 	ENOENT = 2, EPERM = 1, EACCES = 13, EEXIST = 17, EINTR = 4,
 	AT_FDCWD = -100, AT_SYMLINK_NOFOLLOW = 0x100, AT_EMPTY_PATH = 0x1000, AT_RECURSIVE = 0x8000,
-	O_WRONLY = 01, O_CREAT = 0100, O_EXCL = 0200, O_CLOEXEC = 02000000, O_PATH = 010000000,
+	O_WRONLY = 01, O_CREAT = 0100, O_EXCL = 0200, O_DIRECTORY = 0200000, O_CLOEXEC = 02000000,
+	O_PATH = 010000000, AT_REMOVEDIR = 0x200, MNT_DETACH = 2,
 	S_IFMT = 0170000, S_IFDIR = 0040000,
 	CLONE_NEWNS = 0x20000, CLONE_NEWUSER = 0x10000000, CLONE_NEWPID = 0x20000000, CLONE_NEWNET = 0x40000000,
 	SIGCHLD = 17, WALL = 0x40000000, SIG_BLOCK = 0, SIG_UNBLOCK = 1, SIG_SETMASK = 2, POLLERR = 8,
@@ -260,8 +263,8 @@ struct plan {
 	long parent;
 	const char *host_tmp, *tmp, *make_home;
 	/* Lists of any length: arrays as long as the command line, which start provides. */
-	const char **writable, **read_only, **hide;
-	int nwritable, nread_only, nhide;
+	const char **writable, **read_only, **hide, **caches;
+	int nwritable, nread_only, nhide, ncaches;
 	u16 *ports;
 	int nports;
 	char **argv; /* the command's path, then its argv */
@@ -305,7 +308,7 @@ static void parse(struct plan *pl, char **argv)
 				die("no command to run", 0, 0);
 			return;
 		}
-		if (o[0] != '-' || !o[1] || o[2] || !has("nNHqcTtmwrxau", o[1]))
+		if (o[0] != '-' || !o[1] || o[2] || !has("nNHqcTtmwrxoau", o[1]))
 			die("bad plan: unknown option", o, 0);
 		switch (o[1]) {
 		case 'n': pl->make_ns = 1; continue;
@@ -329,6 +332,7 @@ static void parse(struct plan *pl, char **argv)
 		case 'w': add(pl->writable, &pl->nwritable, v); break;
 		case 'r': add(pl->read_only, &pl->nread_only, v); break;
 		case 'x': add(pl->hide, &pl->nhide, v); break;
+		case 'o': add(pl->caches, &pl->ncaches, v); break;
 		case 'a': pl->abi = (int)number(v, o); break;
 		case 'u': pl->parent = number(v, o); break;
 		default: die("bad plan: unknown option", o, 0);
@@ -575,14 +579,74 @@ static void hide(const char *path, struct op empty)
 	check(sys6(SYS_mount, (i64)src.s, (i64)path, 0, MS_BIND, 0, 0), "cannot hide", path);
 }
 
+/* overlay_caches mounts an overlay of each cache whose directory lower holds (-1: missing, skipped
+ * and dropped from pl), with its upper and work directories on a tmpfs of their own, and adds a
+ * detached copy of it to ops, to be attached at the cache's own path. The tmpfs is then detached
+ * from every path: the command reaches it only through the overlays, and it goes with them. The
+ * layers are named through /proc/self/fd, so that no path needs escaping in the options. Returns
+ * the new number of ops. */
+static int overlay_caches(struct plan *pl, const int *lower, struct op *ops, int n)
+{
+	int any = 0;
+	for (int i = 0; i < pl->ncaches; i++)
+		any |= lower[i] >= 0;
+	if (!any) {
+		pl->ncaches = 0;
+		return n;
+	}
+	static char layers[4096];
+	join(layers, sizeof layers, pl->host_tmp, ".factory-cache-layers");
+	check(sys(SYS_mkdirat, AT_FDCWD, layers, 0700), "cannot create", layers);
+	check(sys6(SYS_mount, (i64) "tmpfs", (i64)layers, (i64) "tmpfs", MS_NOSUID | MS_NODEV, (i64) "mode=700", 0),
+	      "cannot mount the tmpfs of the caches' writes", 0);
+	int root = (int)check(sys(SYS_openat, AT_FDCWD, layers, O_PATH | O_DIRECTORY | O_CLOEXEC), "cannot open", layers);
+	for (int i = 0; i < pl->ncaches; i++) {
+		if (lower[i] < 0) {
+			pl->caches[i] = 0;
+			continue;
+		}
+		struct text dir = {{0}, 0}, opts = {{0}, 0}, at = {{0}, 0};
+		putnum(&dir, (unsigned long)i);
+		check(sys(SYS_mkdirat, root, dir.s, 0700), "cannot create the layers of", pl->caches[i]);
+		for (const char *sub = "uwm"; *sub; sub++) {
+			struct text d = dir;
+			char name[3] = {'/', *sub, 0};
+			put(&d, name);
+			check(sys(SYS_mkdirat, root, d.s, 0700), "cannot create the layers of", pl->caches[i]);
+		}
+		put(&opts, "lowerdir=/proc/self/fd/"), putnum(&opts, (unsigned long)lower[i]);
+		put(&opts, ",upperdir=/proc/self/fd/"), putnum(&opts, (unsigned long)root), put(&opts, "/"), put(&opts, dir.s);
+		put(&opts, "/u,workdir=/proc/self/fd/"), putnum(&opts, (unsigned long)root), put(&opts, "/"), put(&opts, dir.s);
+		/* userxattr: the overlay's own attributes (whiteouts, opaque directories) in user.*, the
+		 * only ones an unprivileged user namespace may set. */
+		put(&opts, "/w,userxattr");
+		/* The view's root has the upper directory's mode: the cache's own. */
+		struct text upper = dir;
+		put(&upper, "/u");
+		long mode = check(mode_of(lower[i], "", AT_EMPTY_PATH), "cannot inspect", pl->caches[i]);
+		check(sys(SYS_fchmodat, root, upper.s, mode & 07777), "cannot create the layers of", pl->caches[i]);
+		put(&at, layers), put(&at, "/"), put(&at, dir.s), put(&at, "/m");
+		check(sys6(SYS_mount, (i64) "overlay", (i64)at.s, (i64) "overlay", MS_NOSUID | MS_NODEV, (i64)opts.s, 0),
+		      "cannot mount the copy-on-write view of", pl->caches[i]);
+		struct op op = clone_tree(at.s, pl->caches[i], 1);
+		check(op.fd, "cannot bind the copy-on-write view of", pl->caches[i]);
+		ops[n++] = op;
+		sys(SYS_close, lower[i], 0, 0);
+	}
+	sys(SYS_close, root, 0, 0);
+	check(sys(SYS_umount2, layers, MNT_DETACH, 0), "cannot detach the tmpfs of the caches' writes", 0);
+	check(sys(SYS_unlinkat, AT_FDCWD, layers, AT_REMOVEDIR), "cannot remove", layers);
+	return n;
+}
+
 /* build_view makes the file system read-only but for the writable paths, with a private /tmp, the
- * read-only paths bound read-only and the hidden paths covered. */
-static void build_view(const struct plan *pl)
+ * read-only paths bound read-only, the caches copy-on-write and the hidden paths covered. */
+static void build_view(struct plan *pl)
 {
 	/* Our mounts must not propagate to the host. */
 	check(sys6(SYS_mount, (i64) "", (i64) "/", 0, MS_REC | MS_PRIVATE, 0, 0), "cannot make the mounts private", 0);
 	/* Copies of the sources come first: the private /tmp will cover those under /tmp. */
-	struct op ops[pl->nwritable + pl->nread_only + 1];
+	struct op ops[pl->nwritable + pl->nread_only + pl->ncaches + 1];
 	int n = 0;
 	for (int i = 0; i < pl->nwritable + pl->nread_only; i++) {
 		int writable = i < pl->nwritable;
@@ -591,18 +655,26 @@ static void build_view(const struct plan *pl)
 		if (op.fd != -ENOENT)
 			ops[n++] = op;
 	}
-	/* The more specific path wins: .git is read-only inside the writable work tree. A stable
-	 * insertion sort by depth. */
+	/* And the caches' directories, the lower layers of their views. */
+	int lower[pl->ncaches + 1];
+	for (int i = 0; i < pl->ncaches; i++) {
+		lower[i] = (int)sys(SYS_openat, AT_FDCWD, pl->caches[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (lower[i] < 0 && lower[i] != -ENOENT)
+			die("cannot open the cache", pl->caches[i], lower[i]);
+	}
+	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+	check(sys6(SYS_mount_setattr, AT_FDCWD, (i64) "/", AT_RECURSIVE, (i64)&ro, sizeof ro, 0),
+	      "cannot make the file system read-only", 0);
+	struct op empty = fresh_tmp(pl);
+	n = overlay_caches(pl, lower, ops, n);
+	/* The more specific path wins: .git is read-only inside the writable work tree, a cache's view
+	 * inside the work tree is copy-on-write. A stable insertion sort by depth. */
 	for (int i = 1; i < n; i++)
 		for (int j = i; j > 0 && depth(ops[j - 1].target) > depth(ops[j].target); j--) {
 			struct op t = ops[j];
 			ops[j] = ops[j - 1];
 			ops[j - 1] = t;
 		}
-	struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
-	check(sys6(SYS_mount_setattr, AT_FDCWD, (i64) "/", AT_RECURSIVE, (i64)&ro, sizeof ro, 0),
-	      "cannot make the file system read-only", 0);
-	struct op empty = fresh_tmp(pl);
 	skeleton(pl->host_tmp, ops, n);
 	for (int i = 0; i < n; i++)
 		attach(ops[i]);
@@ -676,6 +748,10 @@ static void restrict_landlock(const struct plan *pl, int ns)
 	}
 	for (int i = 0; i < pl->nwritable; i++)
 		allow(rs, attr.handled_fs, rw, 0, pl->writable[i]);
+	/* The caches' views, those shown: writes there go to the command's own layer. */
+	for (int i = 0; i < pl->ncaches; i++)
+		if (pl->caches[i])
+			allow(rs, attr.handled_fs, rw, 0, pl->caches[i]);
 	if (ns && is_dir("/dev/shm"))
 		allow(rs, attr.handled_fs, rw, 0, "/dev/shm");
 	for (unsigned i = 0; i < sizeof devices / sizeof *devices; i++)
@@ -825,13 +901,15 @@ void __attribute__((noreturn, used)) start(long *sp)
 	char **argv = (char **)(sp + 1), **envp = argv + argc + 1;
 	static struct plan pl;
 	/* No list can hold more values than the command line has arguments. */
-	const char *writable[argc], *read_only[argc], *hidden[argc];
+	const char *writable[argc], *read_only[argc], *hidden[argc], *caches[argc];
 	u16 ports[argc];
-	pl.writable = writable, pl.read_only = read_only, pl.hide = hidden, pl.ports = ports;
+	pl.writable = writable, pl.read_only = read_only, pl.hide = hidden, pl.caches = caches, pl.ports = ports;
 	parse(&pl, argv);
 	int ns = pl.make_ns || pl.made_ns;
 	if (ns && !pl.host_tmp)
 		die("bad plan: no -T", 0, 0);
+	if (!ns && pl.ncaches)
+		die("bad plan: -o needs namespaces", 0, 0);
 	if (pl.make_ns)
 		make_namespaces(&pl);
 	if (ns) {

@@ -1,0 +1,63 @@
+package lang
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/factory-harness/factory/internal/proc/sandbox"
+)
+
+func TestFindToolchains(t *testing.T) {
+	// The directories that need no asking, under HOME /h and with no variable set.
+	defaults := []sandbox.Cache{
+		{Dir: "/h/.rustup", Env: "RUSTUP_HOME", ReadOnlyFallback: true}, {Dir: "/h/.cargo", Env: "CARGO_HOME", ReadOnlyFallback: true},
+		{Dir: "/h/.npm", Env: "npm_config_cache"}, {Dir: "/h/.cache/yarn", Env: "YARN_CACHE_FOLDER"},
+		{Dir: "/h/.local/share/pnpm/store", Env: "npm_config_store_dir"}, {Dir: "/h/.cache/pip", Env: "PIP_CACHE_DIR"},
+		{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
+	}
+	npm := []string{"npm_config_update_notifier=false", "npm_config_audit=false"}
+	goCaches := []sandbox.Cache{{Dir: "/c/go-build", Env: "GOCACHE"}, {Dir: "/g/pkg/mod", Env: "GOMODCACHE", ReadOnlyFallback: true}}
+	cases := []struct {
+		name    string
+		goEnv   string // go env's answer; "": go is not installed
+		env     map[string]string
+		npmrc   string
+		want    []sandbox.Cache
+		wantEnv []string
+	}{
+		{"nothing installed, no HOME", "", nil, "", nil, npm},
+		{"defaults under HOME", "", map[string]string{"HOME": "/h"}, "", defaults, npm},
+		{"go answers", `{"GOCACHE": "/c/go-build", "GOMODCACHE": "/g/pkg/mod", "GOENV": "/h/.config/go/env"}`, map[string]string{"HOME": "/h"}, "",
+			append(slices.Clone(goCaches), defaults...), append([]string{"GOTOOLCHAIN=local", "GOENV=/h/.config/go/env"}, npm...)},
+		{"go's caches off", `{"GOCACHE": "off", "GOMODCACHE": "", "GOENV": "off"}`, nil, "", nil, append([]string{"GOTOOLCHAIN=local"}, npm...)},
+		{"go that does not speak JSON", "GOCACHE=/x", nil, "", nil, npm},
+		{"variables and XDG directories", "", map[string]string{"HOME": "/h", "RUSTUP_HOME": "/opt/rustup", "CARGO_HOME": "/opt/cargo",
+			"npm_config_cache": "/n", "YARN_CACHE_FOLDER": "/y", "XDG_CACHE_HOME": "/xc", "XDG_DATA_HOME": "/xd", "GRADLE_USER_HOME": "relative"},
+			"cache=/ignored\n", []sandbox.Cache{
+				{Dir: "/opt/rustup", Env: "RUSTUP_HOME", ReadOnlyFallback: true}, {Dir: "/opt/cargo", Env: "CARGO_HOME", ReadOnlyFallback: true},
+				{Dir: "/n", Env: "npm_config_cache"}, {Dir: "/y", Env: "YARN_CACHE_FOLDER"},
+				{Dir: "/xd/pnpm/store", Env: "npm_config_store_dir"}, {Dir: "/xc/pip", Env: "PIP_CACHE_DIR"},
+				{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
+			}, npm},
+		{".npmrc sets the cache", "", map[string]string{"HOME": "/h"}, "registry=https://r.example/\n cache = \"~/npm-cache/\"\n",
+			append(append(slices.Clone(defaults[:2]), sandbox.Cache{Dir: "/h/npm-cache", Env: "npm_config_cache"}), defaults[3:]...), npm},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ask := func(argv ...string) ([]byte, bool) {
+				return []byte(c.goEnv), argv[0] == "go" && c.goEnv != ""
+			}
+			readFile := func(path string) ([]byte, error) {
+				if path == "/h/.npmrc" && c.npmrc != "" {
+					return []byte(c.npmrc), nil
+				}
+				return nil, os.ErrNotExist
+			}
+			got := findToolchains(ask, func(name string) string { return c.env[name] }, readFile)
+			if !slices.Equal(got.Caches, c.want) || !slices.Equal(got.Env, c.wantEnv) {
+				t.Errorf("findToolchains = %+v, %q\nwant %+v, %q", got.Caches, got.Env, c.want, c.wantEnv)
+			}
+		})
+	}
+}
