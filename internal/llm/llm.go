@@ -42,7 +42,7 @@ type Request struct {
 	// identity (never a clock or randomness), so a replay sends the same.
 	CacheKey string `json:"cache_key,omitempty"`
 	// LongCache asks the provider to keep the prompt cache longer than its
-	// default, for a build expected to outlive it (see LongCacheCalls): a
+	// default, for a build expected to outlive it (builder.LongCache): a
 	// 1-hour TTL on Anthropic's breakpoints instead of 5 minutes, and
 	// prompt_cache_retention "24h" for the OpenAI models that have it
 	// (ExtendedRetention). Omitted from the JSON when unset, so hashes of
