@@ -212,6 +212,7 @@ func TestBuildPromptCacheAnthropic(t *testing.T) {
 				}
 			}
 			checkCost(t, sum, "claude-sonnet-4-5", long, usage)
+			t.Logf("cost_usd %.6f", *sum.CostUSD)
 		})
 	}
 }
