@@ -385,7 +385,9 @@ func TestBuildPerLanguage(t *testing.T) {
 
 			srv := llmtest.Start(t, replies...)
 			start := time.Now()
-			res := runFactory(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=test-key", "PATH="+path), "build", "--plan", plan,
+			// The user's HOME, not gitEnv's: the sandbox finds the toolchains'
+			// caches and homes (GOCACHE, rustup's) from it, as for a user.
+			res := runFactory(t, append(gitEnv(t.TempDir()), "HOME="+home, "OPENAI_API_KEY=test-key", "PATH="+path), "build", "--plan", plan,
 				"--repo", repo, "--out", filepath.Join(t.TempDir(), "out"), "--llm-model", "m", "--llm-base-url", srv.URL,
 				"--timeout-seconds", "300", "--max-attempts", "1", "--json")
 			t.Logf("%s: %s", tc.name, time.Since(start).Round(time.Millisecond))
