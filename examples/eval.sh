@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs the example eval offline with one command: factory eval builds each of
-# the six cases of eval/suite/ in a fresh repository, copies the case's hidden
-# tests in after the build, runs the checks and prints the table. Every model
-# answer comes from eval/transcripts/<case>/<model>/<run>.jsonl. No network and
-# no API key are needed.
+# the ten cases of eval/suite/ (Python, Go, JavaScript, Rust, C++) in a fresh
+# repository, copies the case's hidden tests in after the build, runs the
+# checks and prints the table. Every model answer comes from
+# eval/transcripts/<case>/<model>/<run>.jsonl. No network and no API key are
+# needed; the toolchains are: python3, go, node with npm, cargo, make and c++.
 #
 # The transcripts were WRITTEN FOR THIS EXAMPLE, not produced by a real model
-# (see eval/README.md): four cases are solved, roman passes its own tests but
+# (see eval/README.md): eight cases are solved, roman passes its own tests but
 # not the hidden ones, and rle fails to build. Set EXAMPLE_RECORD_BASE_URL to
 # re-record them against a (scripted) OpenAI-compatible server instead.
 #

@@ -158,6 +158,7 @@ type builder struct {
 	sum      Summary
 	events   string // events.jsonl
 	plan     *workorder.Manifest
+	layout   *CacheLayout // the whole plan's, when plan is a part of it (Step)
 	base     string
 	created  bool      // the build made the repository
 	clean    bool      // the work tree was seen clean and has not changed since
@@ -487,10 +488,20 @@ func (b *builder) cacheKey() string {
 	return "factory-" + b.sum.PlanHash
 }
 
-// sharedContext lists the context files that two or more work orders of
-// the plan read, and those of them no work order may write, sorted: the SE
-// prompt's shared sections (see factory.Options.SharedContext).
-func sharedContext(m *workorder.Manifest) (shared, stable []string) {
+// CacheLayout is how the SE prompts of a build use the provider's prompt
+// cache, decided from the whole plan: the context files two or more work
+// orders read (Shared) and those of them no work order may write (Stable),
+// sorted, which the prompts show first (factory.Options.SharedContext);
+// and whether the build asks for the long cache (Long, see LongCache).
+type CacheLayout struct {
+	Shared []string `json:"shared,omitempty"`
+	Stable []string `json:"stable,omitempty"`
+	Long   bool     `json:"long,omitempty"`
+}
+
+// PlanCacheLayout is the cache layout of a build of plan m whose work
+// orders have maxAttempts attempts each.
+func PlanCacheLayout(m *workorder.Manifest, maxAttempts int) CacheLayout {
 	count, written := map[string]int{}, map[string]bool{}
 	for _, wo := range m.WorkOrders {
 		for _, p := range slices.Compact(slices.Sorted(slices.Values(wo.ContextFiles))) {
@@ -500,17 +511,43 @@ func sharedContext(m *workorder.Manifest) (shared, stable []string) {
 			written[p] = true
 		}
 	}
+	l := CacheLayout{Long: LongCache(len(m.WorkOrders), maxAttempts)}
 	for p, n := range count {
 		if n >= 2 {
-			shared = append(shared, p)
+			l.Shared = append(l.Shared, p)
 			if !written[p] {
-				stable = append(stable, p)
+				l.Stable = append(l.Stable, p)
 			}
 		}
 	}
-	slices.Sort(shared)
-	slices.Sort(stable)
-	return shared, stable
+	slices.Sort(l.Shared)
+	slices.Sort(l.Stable)
+	return l
+}
+
+// cacheLayout is the build's cache layout: from its plan, or the whole
+// plan's layout a Step was given.
+func (b *builder) cacheLayout() CacheLayout {
+	if b.layout != nil {
+		return *b.layout
+	}
+	return PlanCacheLayout(b.plan, b.o.Run.MaxAttempts)
+}
+
+// LongCacheCalls is how many SE calls a build may make (work orders ×
+// attempts) before it is expected to outlive the providers' default
+// prompt cache (Anthropic's 5-minute TTL, OpenAI's in-memory retention of
+// 5 to 10 minutes): at a nominal 30 seconds per attempt — the model's
+// answer and the verification — ten attempts take five minutes.
+const LongCacheCalls = 10
+
+// LongCache reports whether a build of workOrders work orders with
+// maxAttempts attempts each asks for the long prompt cache
+// (llm.Request.LongCache). It is decided from the plan and the options
+// alone, never from a clock, so a resumed or replayed build, and each of
+// a distributed build's workers, decides the same.
+func LongCache(workOrders, maxAttempts int) bool {
+	return workOrders*maxAttempts >= LongCacheCalls
 }
 
 func (b *builder) compiledPlanDir() string {

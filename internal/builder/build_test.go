@@ -8,9 +8,12 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/workorder"
 )
 
 func TestVerdictOf(t *testing.T) {
@@ -89,5 +92,34 @@ func TestPassedAndBase(t *testing.T) {
 	}
 	if base, _ := baseCommit(context.Background(), repo, "factory/new", "p1"); base != wo2 {
 		t.Errorf("base of a new branch = %s, want HEAD %s", base, wo2)
+	}
+}
+
+// A build's cache layout comes from its whole plan: the context files two
+// or more orders read, those no order writes, and the long cache from
+// work orders × attempts.
+func TestPlanCacheLayout(t *testing.T) {
+	wo := func(id string, context []string, allowed ...string) workorder.WorkOrder {
+		return workorder.WorkOrder{ID: id, ContextFiles: context, AllowedFiles: allowed}
+	}
+	for _, tt := range []struct {
+		name        string
+		orders      []workorder.WorkOrder
+		maxAttempts int
+		want        CacheLayout
+	}{
+		{"one order", []workorder.WorkOrder{wo("WO-01", []string{"a", "b"}, "c")}, 2, CacheLayout{}},
+		{"shared and stable", []workorder.WorkOrder{wo("WO-01", []string{"b", "a", "a"}, "b"), wo("WO-02", []string{"a", "b"}, "d")}, 2,
+			CacheLayout{Shared: []string{"a", "b"}, Stable: []string{"a"}}},
+		{"just short", []workorder.WorkOrder{wo("WO-01", nil), wo("WO-02", nil), wo("WO-03", nil)}, 3, CacheLayout{}},
+		{"long", []workorder.WorkOrder{wo("WO-01", nil), wo("WO-02", nil), wo("WO-03", nil), wo("WO-04", nil), wo("WO-05", nil)}, 2,
+			CacheLayout{Long: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PlanCacheLayout(&workorder.Manifest{WorkOrders: tt.orders}, tt.maxAttempts)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("layout (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

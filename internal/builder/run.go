@@ -242,7 +242,8 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
 	opts.KeepJournal = true // until the commit is made: see commit
 	opts.CacheKey = b.cacheKey()
-	opts.SharedContext, opts.StableContext = sharedContext(b.plan)
+	l := b.cacheLayout()
+	opts.SharedContext, opts.StableContext, opts.LongCache = l.Shared, l.Stable, l.Long
 	// Clean since the start's check or the last commit's; from here on,
 	// only until the attempt changes the tree.
 	opts.Clean, b.clean = b.clean, false

@@ -26,6 +26,9 @@ type Step struct {
 	// BuildDir receives events.jsonl and one run directory per work order
 	// (RunWorkOrder); Run writes them to <out>/builds/<plan hash>.
 	BuildDir string
+	// CacheLayout is the whole plan's (PlanCacheLayout), for the prompts of
+	// RunWorkOrder, which sees one work order; nil: that order's alone.
+	CacheLayout *CacheLayout
 }
 
 // PlanHash is the identity of the build o describes, as Run computes it:
@@ -86,7 +89,7 @@ func VerdictOf(err error) string { return verdictOf(err) }
 
 func (s Step) builder() *builder {
 	b := newBuilder(s.Options)
-	b.repo, b.base = s.Repo, s.Base
+	b.repo, b.base, b.layout = s.Repo, s.Base, s.CacheLayout
 	b.sum.PlanHash, b.sum.BuildDir = s.PlanHash, s.BuildDir
 	return b
 }

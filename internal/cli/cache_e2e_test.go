@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -76,14 +77,19 @@ func checkRetryPrefix(t *testing.T, reqs []map[string]any) {
 }
 
 // checkCost: the build's cost is the sum of every call's parts at the
-// model's prices, to the cent and beyond.
-func checkCost(t *testing.T, sum builder.Summary, model string, usage []llmtest.CacheUsage) {
+// model's prices, to the cent and beyond; the cache writes at the 1-hour
+// TTL's price for a long cache.
+func checkCost(t *testing.T, sum builder.Summary, model string, long bool, usage []llmtest.CacheUsage) {
 	t.Helper()
 	p, _ := llm.DefaultPrices().Lookup(model)
+	write := p.CacheWritePerMTok
+	if long {
+		write = p.CacheWrite1hPerMTok
+	}
 	want, cached, written := 0.0, int64(0), int64(0)
 	for _, u := range usage {
 		want += (float64(u.Input-u.Read-u.Write)*p.InputPerMTok + float64(u.Read)*p.CachedInputPerMTok +
-			float64(u.Write)*p.CacheWritePerMTok + 20*p.OutputPerMTok) / 1e6
+			float64(u.Write)*write + 20*p.OutputPerMTok) / 1e6
 		cached, written = cached+u.Read, written+u.Write
 	}
 	if sum.CostUSD == nil || math.Abs(*sum.CostUSD-want) > 1e-9 {
@@ -106,76 +112,109 @@ func decodeSummary(t *testing.T, res runOut) builder.Summary {
 	return sum
 }
 
+// longAttempts makes cachePlan's three work orders a long build
+// (builder.LongCache): 3 × 4 attempts ≥ builder.LongCacheCalls; the
+// fixture's 3 × 3 is not.
+const longAttempts = "4"
+
 // A build with a retry against an OpenAI-style caching server: one
 // prompt_cache_key for the build, the retry reads ≥ 80 % of its prompt
 // from the cache, later orders read the shared prefix, and the cost is
-// the reported usage priced part by part.
+// the reported usage priced part by part. A long build of a model with
+// the extended retention asks for it in every request; a shorter one never.
 func TestBuildPromptCacheOpenAI(t *testing.T) {
-	f := newCacheFixture(t)
-	srv := llmtest.Start(t, cacheReplies...)
-	cache := srv.SimulateCache()
-	sum := decodeSummary(t, f.build(t, srv.URL, "--llm-model", "gpt-4.1", "--json"))
-	reqs, usage := srv.Requests(), cache.Usage()
-	if len(reqs) != len(cacheReplies) {
-		t.Fatalf("%d requests, want %d", len(reqs), len(cacheReplies))
+	for _, long := range []bool{false, true} {
+		t.Run(fmt.Sprintf("long %v", long), func(t *testing.T) {
+			f := newCacheFixture(t)
+			srv := llmtest.Start(t, cacheReplies...)
+			cache := srv.SimulateCache()
+			args := []string{"--llm-model", "gpt-4.1", "--json"}
+			if long {
+				args = append(args, "--max-attempts", longAttempts)
+			}
+			sum := decodeSummary(t, f.build(t, srv.URL, args...))
+			reqs, usage := srv.Requests(), cache.Usage()
+			if len(reqs) != len(cacheReplies) {
+				t.Fatalf("%d requests, want %d", len(reqs), len(cacheReplies))
+			}
+			var retention any
+			if long {
+				retention = "24h"
+			}
+			for i, r := range reqs {
+				if r["prompt_cache_key"] != "factory-"+sum.PlanHash {
+					t.Errorf("request %d: prompt_cache_key %v, want factory-%s", i, r["prompt_cache_key"], sum.PlanHash)
+				}
+				if r["prompt_cache_retention"] != retention {
+					t.Errorf("request %d: prompt_cache_retention %v, want %v", i, r["prompt_cache_retention"], retention)
+				}
+			}
+			checkRetryPrefix(t, reqs)
+			for i, u := range usage {
+				t.Logf("request %d: %d input tokens, %.0f%% read from the cache", i, u.Input, 100*u.ReadShare())
+			}
+			if share := usage[retryRequest].ReadShare(); share < 0.8 {
+				t.Errorf("the retry read %.0f%% of its prompt from the cache, want ≥ 80%%", 100*share)
+			}
+			for _, i := range []int{1, 3} {
+				if usage[i].Read == 0 {
+					t.Errorf("request %d (a later order) read nothing of the shared prefix", i)
+				}
+			}
+			checkCost(t, sum, "gpt-4.1", long, usage)
+		})
 	}
-	for i, r := range reqs {
-		if r["prompt_cache_key"] != "factory-"+sum.PlanHash {
-			t.Errorf("request %d: prompt_cache_key %v, want factory-%s", i, r["prompt_cache_key"], sum.PlanHash)
-		}
-	}
-	checkRetryPrefix(t, reqs)
-	for i, u := range usage {
-		t.Logf("request %d: %d input tokens, %.0f%% read from the cache", i, u.Input, 100*u.ReadShare())
-	}
-	if share := usage[retryRequest].ReadShare(); share < 0.8 {
-		t.Errorf("the retry read %.0f%% of its prompt from the cache, want ≥ 80%%", 100*share)
-	}
-	for _, i := range []int{1, 3} {
-		if usage[i].Read == 0 {
-			t.Errorf("request %d (a later order) read nothing of the shared prefix", i)
-		}
-	}
-	checkCost(t, sum, "gpt-4.1", usage)
 }
 
 // The same build on Anthropic: cache_control breakpoints (at most four)
 // make the retry and the later orders read from the cache, and writes and
-// reads are priced at their rates.
+// reads are priced at their rates. A long build's breakpoints have the
+// 1-hour TTL and its writes cost that TTL's price; a shorter one's have
+// the default.
 func TestBuildPromptCacheAnthropic(t *testing.T) {
-	f := newCacheFixture(t)
-	var replies []llmtest.AnthropicReply
-	for _, r := range cacheReplies {
-		replies = append(replies, anthropicReply(r))
+	for _, long := range []bool{false, true} {
+		t.Run(fmt.Sprintf("long %v", long), func(t *testing.T) {
+			f := newCacheFixture(t)
+			var replies []llmtest.AnthropicReply
+			for _, r := range cacheReplies {
+				replies = append(replies, anthropicReply(r))
+			}
+			srv := llmtest.StartAnthropic(t, replies...)
+			cache := srv.SimulateCache()
+			args := []string{"build", "--plan", f.plan, "--repo", f.repo, "--out", f.out, "--llm-model", "anthropic:claude-sonnet-4-5",
+				"--llm-base-url", srv.URL, "--timeout-seconds", "60", "--max-attempts", "3", "--json"}
+			cc := `"cache_control":{"type":"ephemeral"}`
+			if long {
+				args = append(args, "--max-attempts", longAttempts)
+				cc = `"cache_control":{"ttl":"1h","type":"ephemeral"}`
+			}
+			sum := decodeSummary(t, runFactory(t, append(gitEnv(t.TempDir()), "ANTHROPIC_API_KEY=ak"), args...))
+			reqs, usage := srv.Requests(), cache.Usage()
+			if len(reqs) != len(cacheReplies) {
+				t.Fatalf("%d requests, want %d", len(reqs), len(cacheReplies))
+			}
+			for i, r := range reqs {
+				body := canonicalJSON(t, r)
+				if n := strings.Count(body, `"cache_control"`); n == 0 || n > llm.MaxCacheBreakpoints || strings.Count(body, cc) != n {
+					t.Errorf("request %d has %d cache_control breakpoints, want 1 to %d, each %s", i, n, llm.MaxCacheBreakpoints, cc)
+				}
+			}
+			checkRetryPrefix(t, reqs)
+			for i, u := range usage {
+				t.Logf("request %d: %d input tokens, %.0f%% read from the cache, %d written", i, u.Input, 100*u.ReadShare(), u.Write)
+			}
+			if share := usage[retryRequest].ReadShare(); share < 0.8 {
+				t.Errorf("the retry read %.0f%% of its prompt from the cache, want ≥ 80%%", 100*share)
+			}
+			for _, i := range []int{1, 3} {
+				if usage[i].Read == 0 {
+					t.Errorf("request %d (a later order) read nothing of the shared prefix", i)
+				}
+			}
+			checkCost(t, sum, "claude-sonnet-4-5", long, usage)
+			t.Logf("cost_usd %.6f", *sum.CostUSD)
+		})
 	}
-	srv := llmtest.StartAnthropic(t, replies...)
-	cache := srv.SimulateCache()
-	res := runFactory(t, append(gitEnv(t.TempDir()), "ANTHROPIC_API_KEY=ak"), "build", "--plan", f.plan,
-		"--repo", f.repo, "--out", f.out, "--llm-model", "anthropic:claude-sonnet-4-5", "--llm-base-url", srv.URL,
-		"--timeout-seconds", "60", "--max-attempts", "3", "--json")
-	sum := decodeSummary(t, res)
-	reqs, usage := srv.Requests(), cache.Usage()
-	if len(reqs) != len(cacheReplies) {
-		t.Fatalf("%d requests, want %d", len(reqs), len(cacheReplies))
-	}
-	for i, r := range reqs {
-		if n := strings.Count(canonicalJSON(t, r), `"cache_control"`); n == 0 || n > llm.MaxCacheBreakpoints {
-			t.Errorf("request %d has %d cache_control breakpoints, want 1 to %d", i, n, llm.MaxCacheBreakpoints)
-		}
-	}
-	checkRetryPrefix(t, reqs)
-	for i, u := range usage {
-		t.Logf("request %d: %d input tokens, %.0f%% read from the cache, %d written", i, u.Input, 100*u.ReadShare(), u.Write)
-	}
-	if share := usage[retryRequest].ReadShare(); share < 0.8 {
-		t.Errorf("the retry read %.0f%% of its prompt from the cache, want ≥ 80%%", 100*share)
-	}
-	for _, i := range []int{1, 3} {
-		if usage[i].Read == 0 {
-			t.Errorf("request %d (a later order) read nothing of the shared prefix", i)
-		}
-	}
-	checkCost(t, sum, "claude-sonnet-4-5", usage)
 }
 
 func canonicalJSON(t *testing.T, v any) string {

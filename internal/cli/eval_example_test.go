@@ -80,10 +80,12 @@ func evalExampleServers(t *testing.T) string {
 	return routeByPath(t, map[string]string{"/v1/responses": planner.URL, "/v1/chat/completions": se.URL})
 }
 
-// TestEvalExample runs `bash examples/eval.sh` as a user would: six cases
-// replayed from the recorded transcripts; four solved, roman passes its own
-// tests but not the hidden ones, rle fails to build. -update-eval-example
-// re-records the transcripts from the hand-written answers first.
+// TestEvalExample runs `bash examples/eval.sh` as a user would: ten cases
+// (six in Python, merge in Go, duration in JavaScript, luhn in Rust,
+// factors in C++) replayed from the recorded transcripts, built and checked
+// in the default sandbox; eight solved, roman passes its own tests but not the hidden
+// ones, rle fails to build. -update-eval-example re-records the
+// transcripts from the hand-written answers first.
 func TestEvalExample(t *testing.T) {
 	env := append(os.Environ(), "FACTORY=factory", "TMPDIR="+t.TempDir())
 	if *updateEvalExample {
@@ -98,20 +100,21 @@ func TestEvalExample(t *testing.T) {
 		t.Fatalf("examples/eval.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	out := stdout.String()
-	if !regexp.MustCompile(`(?m)^example-scripted-model\s+6\s+4\s+2\s+0\s+66\.7%`).MatchString(out) {
-		t.Errorf("the table lacks the model's line (6 runs, 4 solved, 2 unsolved, 0 errors):\n%s\nstderr:\n%s", out, stderr.String())
+	if !regexp.MustCompile(`(?m)^example-scripted-model\s+10\s+8\s+2\s+0\s+80\.0%`).MatchString(out) {
+		t.Errorf("the table lacks the model's line (10 runs, 8 solved, 2 unsolved, 0 errors):\n%s\nstderr:\n%s", out, stderr.String())
 	}
 	results := readEvalResults(t, outputField(t, out, "artifacts: "))
 	want := map[string]string{
 		"brackets": "solved PASS 2/2", "fizzbuzz": "solved PASS 2/2", "rle": "unsolved FAIL 0/2",
 		"roman": "unsolved PASS 1/2", "slugify": "solved PASS 2/2", "wordfreq": "solved PASS 2/2",
+		"merge": "solved PASS 2/2", "duration": "solved PASS 2/2", "luhn": "solved PASS 2/2", "factors": "solved PASS 2/2",
 	}
 	if len(results) != len(want) {
 		t.Fatalf("%d results, want %d", len(results), len(want))
 	}
 	for _, r := range results {
 		if got := r.Status + " " + r.BuildVerdict + " " + fmt.Sprintf("%d/%d", r.ChecksPassed, r.ChecksTotal); got != want[r.Case] {
-			t.Errorf("%s: %s, want %s (%s)", r.Case, got, want[r.Case], r.Error)
+			t.Errorf("%s: %s, want %s (%s; failed check %+v; build %s)", r.Case, got, want[r.Case], r.Error, r.FailedCheck, r.BuildDir)
 		}
 		if r.Case == "roman" && (r.FailedCheck == nil || r.FailedCheck.Name != "hidden tests" || !strings.Contains(r.FailedCheck.OutputTail, "ValueError")) {
 			t.Errorf("roman's failing check: %+v", r.FailedCheck)
@@ -119,7 +122,7 @@ func TestEvalExample(t *testing.T) {
 	}
 	var sum eval.Summary
 	readJSON(t, filepath.Join(evalDir(t, outputField(t, out, "artifacts: ")), eval.SummaryFile), &sum)
-	if sum.Finished != 6 || !sum.Complete {
+	if sum.Finished != 10 || !sum.Complete {
 		t.Errorf("summary: %d of %d runs, complete %v", sum.Finished, sum.Planned, sum.Complete)
 	}
 }

@@ -101,6 +101,7 @@ func (o *evalOptions) temporalBuild(env Env, root string, progress func(format s
 		if err != nil {
 			return nil, err
 		}
+		in.CacheKey = b.CacheKey
 		id := eval.WorkflowID(b.EvalID, b.Key)
 		res, sum, err := temporal.RunLocal(ctx, conn, temporal.LocalBuild{
 			WorkflowID: id, Bare: eval.RemoteRepo(root, b.EvalID, b.Key), Local: b.Repo, Input: in, Out: b.Out, Progress: b.Log,

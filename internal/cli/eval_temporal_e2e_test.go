@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"io"
 	"log"
 	"net/http"
@@ -64,7 +65,8 @@ func TestEvalTemporal(t *testing.T) {
 	if res.code != ExitPass {
 		t.Fatalf("eval --temporal exit %d\nstdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
-	remoteCalls := len(srv.requests())
+	remote := srv.requests()
+	remoteCalls := len(remote)
 	got := readEvalResults(t, f.out)
 
 	local := filepath.Join(filepath.Dir(f.out), "out-local")
@@ -131,6 +133,21 @@ func TestEvalTemporal(t *testing.T) {
 		if strings.Contains(body, hiddenMarker) || strings.Contains(body, "test_zero") {
 			t.Fatalf("a prompt holds hidden content: %.300s", body)
 		}
+	}
+	// The workers' requests carry each run's own prompt cache key, as a
+	// local eval's do: not the plan's, which runs of a case share.
+	keys := map[string]bool{}
+	for _, body := range remote {
+		var req struct {
+			Key string `json:"prompt_cache_key"`
+		}
+		if err := json.Unmarshal([]byte(body), &req); err != nil || !strings.HasPrefix(req.Key, "factory-eval-"+id+"-") {
+			t.Errorf("a worker's request has prompt_cache_key %q (%v), want factory-eval-%s-<run>", req.Key, err, id)
+		}
+		keys[req.Key] = true
+	}
+	if len(keys) != len(got) {
+		t.Errorf("%d prompt cache keys for %d runs", len(keys), len(got))
 	}
 
 	t.Run("resume", func(t *testing.T) {

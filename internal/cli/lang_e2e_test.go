@@ -2,15 +2,19 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/llmtest"
 )
 
@@ -266,4 +270,165 @@ func lookPathIn(name, path string) (string, error) {
 		}
 	}
 	return "", exec.ErrNotFound
+}
+
+// langOrder is one work order of a langBuild: the files it writes (its
+// allowed files) and its acceptance command.
+type langOrder struct {
+	writes     map[string]string
+	acceptance string
+}
+
+// TestBuildPerLanguage builds a two-order plan in each language — Go, JavaScript, Rust and C++
+// — from a given plan, with a scripted model, in the default sandbox (no --sandbox flag): both
+// orders pass with the language's default verification (no scripts/verify.sh) and are committed
+// in plan order. Rust through rustup works confined only once the sandbox shows the toolchain
+// homes (issue 27 part 3): before that, its cargo finds no toolchain under the private HOME.
+func TestBuildPerLanguage(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	path := os.Getenv("PATH")
+	if home != "" {
+		path = filepath.Join(home, ".cargo", "bin") + string(os.PathListSeparator) + path // rustup's default
+	}
+	const (
+		goAddTst = "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d\", got)\n\t}\n}\n"
+		jsTest   = "import test from 'node:test';\nimport assert from 'node:assert/strict';\nimport { %[1]s } from '../src/%[1]s.js';\n\ntest('%[1]s', () => assert.equal(%[1]s(3, 4), %[2]s));\n"
+		rsAdd    = "/// Returns a + b.\npub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn add_small() {\n        assert_eq!(super::add(2, 3), 5);\n    }\n}\n"
+		rsMul    = "/// Returns a * b.\npub fn mul(a: i32, b: i32) -> i32 {\n    a * b\n}\n\n" + rsAdd
+		cmake    = "cmake_minimum_required(VERSION 3.16)\nproject(calc CXX)\nset(CMAKE_CXX_STANDARD 17)\nenable_testing()\n" +
+			"add_library(calc src/calc.cpp)\nadd_executable(calc_test tests/calc_test.cpp)\ntarget_link_libraries(calc_test calc)\nadd_test(NAME calc_test COMMAND calc_test)\n"
+		cppHdrAdd = "#pragma once\n\nnamespace calc {\nint add(int a, int b);\n}\n"
+		cppHdrMul = "#pragma once\n\nnamespace calc {\nint add(int a, int b);\nint mul(int a, int b);\n}\n"
+		cppAdd    = "#include \"calc.hpp\"\n\nnamespace calc {\nint add(int a, int b) { return a + b; }\n}\n"
+		cppMul    = "#include \"calc.hpp\"\n\nnamespace calc {\nint add(int a, int b) { return a + b; }\nint mul(int a, int b) { return a * b; }\n}\n"
+		cppTstAdd = "#include <cassert>\n\n#include \"../src/calc.hpp\"\n\nint main() {\n  assert(calc::add(2, 3) == 5);\n  return 0;\n}\n"
+		cppTstMul = "#include <cassert>\n\n#include \"../src/calc.hpp\"\n\nint main() {\n  assert(calc::add(2, 3) == 5);\n  assert(calc::mul(3, 4) == 12);\n  return 0;\n}\n"
+		ctest     = `ctest --test-dir build -R "^calc_test$" --no-tests=error --output-on-failure`
+	)
+	for _, tc := range []struct {
+		name   string
+		tools  []string
+		repo   map[string]string
+		orders []langOrder
+		verify [][]string
+	}{
+		{name: "go", tools: []string{"go"},
+			repo: map[string]string{"go.mod": goMod, "README.md": "calc\n"},
+			orders: []langOrder{
+				{map[string]string{"calc/calc.go": goCalcV1, "calc/calc_test.go": goAddTst}, `go test ./calc -run "^TestAdd$" -v`},
+				{map[string]string{"calc/calc.go": goCalcV2, "calc/mul_test.go": goCalcTest}, `go test ./calc -run "^TestMul$" -v`},
+			},
+			verify: [][]string{{"go", "vet", "./..."}, {"go", "test", "./..."}}},
+		{name: "javascript", tools: []string{"node", "npm"},
+			repo: map[string]string{"package.json": `{"name": "calc", "version": "1.0.0", "type": "module", "scripts": {"test": "node --test"}}` + "\n"},
+			orders: []langOrder{
+				{map[string]string{"src/add.js": "export const add = (a, b) => a + b;\n", "test/add.test.js": fmt.Sprintf(jsTest, "add", "7")}, "node --test test/add.test.js"},
+				{map[string]string{"src/mul.js": "export const mul = (a, b) => a * b;\n", "test/mul.test.js": fmt.Sprintf(jsTest, "mul", "12")}, "node --test test/mul.test.js"},
+			},
+			verify: [][]string{{"npm", "test"}}},
+		{name: "rust", tools: []string{"cargo"},
+			repo: map[string]string{"Cargo.toml": "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+				".gitignore": "/target\nCargo.lock\n", "src/lib.rs": ""},
+			orders: []langOrder{
+				{map[string]string{"src/lib.rs": rsAdd}, "cargo test --lib add_small"},
+				{map[string]string{"src/lib.rs": rsMul, "tests/mul.rs": "#[test]\nfn mul_small() {\n    assert_eq!(calc::mul(3, 4), 12);\n}\n"}, "cargo test --test mul"},
+			},
+			verify: [][]string{{"cargo", "build", "--all-targets"}, {"cargo", "test"}}},
+		{name: "c++ cmake", tools: []string{"cmake", "ctest", "c++"},
+			repo: map[string]string{"CMakeLists.txt": cmake, ".gitignore": "/build/\n"},
+			orders: []langOrder{
+				{map[string]string{"src/calc.hpp": cppHdrAdd, "src/calc.cpp": cppAdd, "tests/calc_test.cpp": cppTstAdd}, ctest},
+				{map[string]string{"src/calc.hpp": cppHdrMul, "src/calc.cpp": cppMul, "tests/calc_test.cpp": cppTstMul}, ctest},
+			},
+			verify: [][]string{{"cmake", "-S", ".", "-B", "build"}, {"cmake", "--build", "build"}, {"ctest", "--test-dir", "build", "--output-on-failure"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, tool := range tc.tools {
+				if _, err := lookPathIn(tool, path); err != nil {
+					t.Skipf("%s is not installed (%v): this language's build cannot run here", tool, err)
+				}
+			}
+			repo := newRepo(t, tc.repo)
+			content := maps.Clone(tc.repo) // each file as the order about to write it finds it
+			var orders []any
+			var replies []llmtest.Reply
+			for i, o := range tc.orders {
+				id := fmt.Sprintf("WO-%02d", i+1)
+				allowed := slices.Sorted(maps.Keys(o.writes))
+				var writes []llmtest.Write
+				var post []any
+				for _, p := range allowed {
+					writes = append(writes, llmtest.Write{Path: p, BaseSHA256: sha(content[p]), Content: o.writes[p]})
+					post = append(post, cond("file_exists", p))
+					content[p] = o.writes[p]
+				}
+				orders = append(orders, map[string]any{
+					"id": id, "title": "step " + id, "intent": "Write " + strings.Join(allowed, ", ") + ".",
+					"preconditions": []any{}, "postconditions": post, "allowed_files": allowed,
+					"forbidden": []string{}, "acceptance_commands": []string{o.acceptance}, "context_files": allowed,
+				})
+				replies = append(replies, llmtest.Reply{Content: llmtest.Proposal(id, writes...)})
+			}
+			plan := filepath.Join(t.TempDir(), "plan")
+			files := map[string]string{}
+			for _, o := range orders {
+				data, _ := json.MarshalIndent(o, "", "  ")
+				files[o.(map[string]any)["id"].(string)+".json"] = string(data)
+			}
+			manifest, _ := json.MarshalIndent(map[string]any{"work_orders": orders}, "", "  ")
+			files["WORK_ORDERS_MANIFEST.json"] = string(manifest)
+			writeFiles(t, plan, files)
+
+			srv := llmtest.Start(t, replies...)
+			start := time.Now()
+			// The user's HOME, not gitEnv's: the sandbox finds the toolchains'
+			// caches and homes (GOCACHE, rustup's) from it, as for a user.
+			res := runFactory(t, append(gitEnv(t.TempDir()), "HOME="+home, "OPENAI_API_KEY=test-key", "PATH="+path), "build", "--plan", plan,
+				"--repo", repo, "--out", filepath.Join(t.TempDir(), "out"), "--llm-model", "m", "--llm-base-url", srv.URL,
+				"--timeout-seconds", "300", "--max-attempts", "1", "--json")
+			t.Logf("%s: %s", tc.name, time.Since(start).Round(time.Millisecond))
+			if strings.Contains(res.stderr, "unconfined") {
+				t.Logf("this machine cannot confine commands; ran unconfined")
+			}
+			var sum builder.Summary
+			if err := json.Unmarshal([]byte(res.stdout), &sum); err != nil {
+				t.Fatalf("exit %d: %v\n%s", res.code, err, res.stderr)
+			}
+			if sum.Verdict != builder.VerdictPass || len(sum.WorkOrders) != len(tc.orders) {
+				var brief struct {
+					Command string `json:"command"`
+					Excerpt string `json:"primary_error_excerpt"`
+				}
+				for _, wo := range sum.WorkOrders {
+					if wo.BriefPath != "" {
+						readJSON(t, wo.BriefPath, &brief)
+					}
+				}
+				t.Fatalf("exit %d, verdict %s; %s failed:\n%s\n%s", res.code, sum.Verdict, brief.Command, brief.Excerpt, res.stderr)
+			}
+			for i, wo := range sum.WorkOrders {
+				var run struct {
+					Attempts []struct {
+						Verify []struct {
+							Command []string `json:"command"`
+						} `json:"verify"`
+					} `json:"attempts"`
+				}
+				readJSON(t, filepath.Join(wo.RunDir, "run_summary.json"), &run)
+				var ran [][]string
+				for _, v := range run.Attempts[0].Verify {
+					ran = append(ran, v.Command)
+				}
+				if diff := cmp.Diff(tc.verify, ran); diff != "" {
+					t.Errorf("%s: verification commands (-want +got):\n%s", wo.ID, diff)
+				}
+				if got := git(t, repo, "log", "-1", "--format=%(trailers:key="+builder.TrailerWorkOrder+",valueonly)", wo.Commit); strings.TrimSpace(got) != fmt.Sprintf("WO-%02d", i+1) {
+					t.Errorf("%s's commit %s has work-order trailer %q", wo.ID, wo.Commit, got)
+				}
+			}
+			if got := strings.Fields(git(t, repo, "log", "--format=%H", sum.WorkOrders[0].Commit+".."+sum.WorkOrders[1].Commit)); len(got) != 1 {
+				t.Errorf("WO-02's commit does not follow WO-01's: %v", got)
+			}
+		})
+	}
 }

@@ -310,6 +310,23 @@ func TestTemporalBuildTwoWorkers(t *testing.T) {
 	if head := git(t, clone, "rev-parse", "HEAD"); head != res.Head {
 		t.Errorf("result head %s, branch at %s", res.Head, head)
 	}
+	// Each work order's prompt is the one a local build of the plan sends,
+	// byte for byte: laid out from the whole plan (its shared context
+	// first), with the build's cache key.
+	local := newBuildFixture(t, buildPlan(""))
+	localSrv := llmtest.Start(t, replyWO01, replyWO02, replyWO03)
+	if res := local.build(t, localSrv.URL); res.code != ExitPass {
+		t.Fatalf("local build: exit %d\n%s", res.code, res.stderr)
+	}
+	sent := map[string]bool{}
+	for _, r := range srv.Requests() {
+		sent[canonicalJSON(t, []any{r["messages"], r["prompt_cache_key"]})] = true
+	}
+	for i, r := range localSrv.Requests() {
+		if !sent[canonicalJSON(t, []any{r["messages"], r["prompt_cache_key"]})] {
+			t.Errorf("the local build's request %d (WO-0%d) was not sent by the workers: their prompt differs", i, i+1)
+		}
+	}
 	// Submitted again after the end: the finished build, no new work.
 	again := runFactory(t, gitEnv(t.TempDir()), args...)
 	if again.code != ExitPass || !strings.Contains(again.stdout, `"verdict": "PASS"`) || routes.count("WO-01") != 1 {

@@ -33,11 +33,15 @@ func TestRunWithBuildFunc(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	calls := map[string]int{}
+	calls, keys := map[string]int{}, map[string]string{}
 	build := func(ctx context.Context, b BuildRun) (*builder.Summary, error) {
 		mu.Lock()
 		calls[b.Key.String()]++
+		keys[b.CacheKey] = b.Key.String()
 		mu.Unlock()
+		if want := (&eval{id: b.EvalID}).cacheKey(b.Key); b.CacheKey != want {
+			return nil, fmt.Errorf("cache key %q, want the run's own %q", b.CacheKey, want)
+		}
 		if b.EvalID == "" || b.Case.Name != "a" || b.Log == nil {
 			return nil, errors.New("bad BuildRun")
 		}
@@ -97,6 +101,9 @@ func TestRunWithBuildFunc(t *testing.T) {
 	}
 	if calls["a/good/1"] != 1 || calls["a/fails/1"] != 1 || calls["a/down/1"] != 2 {
 		t.Errorf("builds per run %v, want the error's twice and the others once", calls)
+	}
+	if len(keys) != 3 {
+		t.Errorf("cache keys %v: want one per run, the same when a run is built again", keys)
 	}
 	o.Prepare = func(context.Context, RunKey, io.Writer) (builder.Options, error) { return builder.Options{}, nil }
 	if _, err := Run(context.Background(), o); err == nil {

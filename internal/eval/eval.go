@@ -103,6 +103,9 @@ type BuildRun struct {
 	Repo   string    // the run's repository: the start commit checked out
 	Out    string    // the run's directory for the build's artifacts (created)
 	Log    io.Writer // the run's build.log: the build's progress lines
+	// CacheKey is the run's prompt cache key, for every model request of
+	// its build: its own, as for a run built here (see eval.cacheKey).
+	CacheKey string
 }
 
 // File names under <out>/evals/<eval id>/.
@@ -522,7 +525,7 @@ func (e *eval) build(ctx context.Context, k RunKey, c *Case, p runPaths, log io.
 		if err := os.MkdirAll(p.out, 0o755); err != nil {
 			return nil, err
 		}
-		return e.o.Build(ctx, BuildRun{EvalID: e.id, Key: k, Case: c, Repo: p.repo, Out: p.out, Log: log})
+		return e.o.Build(ctx, BuildRun{EvalID: e.id, Key: k, Case: c, Repo: p.repo, Out: p.out, Log: log, CacheKey: e.cacheKey(k)})
 	}
 	bo, err := e.o.Prepare(ctx, k, log)
 	if err != nil {

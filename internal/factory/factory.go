@@ -46,6 +46,10 @@ type Options struct {
 	// repeat byte for byte (see buildPrompt). Nil: every context file is
 	// the order's own.
 	SharedContext, StableContext []string
+	// LongCache asks for the provider's long prompt cache
+	// (llm.Request.LongCache): factory build sets it for a build expected to
+	// outlive the default one.
+	LongCache bool
 
 	MaxAttempts    int
 	CommandTimeout time.Duration

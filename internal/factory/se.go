@@ -40,6 +40,7 @@ func (r *Run) se(ctx context.Context, s *state) error {
 		Temperature: r.opts.Temperature,
 		Messages:    []llm.Message{{Role: "system", Content: prompt.system}},
 		CacheKey:    r.opts.CacheKey,
+		LongCache:   r.opts.LongCache,
 	}
 	if req.CacheKey == "" {
 		req.CacheKey, err = runCacheKey(r.opts.WorkOrder)

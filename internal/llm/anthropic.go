@@ -118,7 +118,7 @@ func (c *Anthropic) Complete(ctx context.Context, req Request) (Response, error)
 			return c.stream(ctx, params, &msg)
 		})
 		if err == nil {
-			return anthropicResponse(&msg, tool, degraded), nil
+			return anthropicResponse(&msg, tool, req.LongCache, degraded), nil
 		}
 		if limit, ok := outputLimit(err); ok && limit < params.MaxTokens {
 			params.MaxTokens = limit
@@ -195,7 +195,8 @@ func anthropicParams(req Request) (p anthropic.MessageNewParams, tool string, er
 	// Cache breakpoints, at most MaxCacheBreakpoints: the end of the system
 	// prompt (the tool comes before it, so it is covered too), then the end
 	// of every user segment but the request's last, which holds what
-	// changes between attempts.
+	// changes between attempts. All with one TTL: 1 hour for a long cache,
+	// else the default 5 minutes (no "ttl" sent).
 	var breakpoints []*anthropic.CacheControlEphemeralParam
 	if n := len(p.System); n > 0 {
 		breakpoints = append(breakpoints, &p.System[n-1].CacheControl)
@@ -214,6 +215,9 @@ func anthropicParams(req Request) (p anthropic.MessageNewParams, tool string, er
 	}
 	for _, cc := range append(breakpoints, segments...) {
 		*cc = anthropic.NewCacheControlEphemeralParam()
+		if req.LongCache {
+			cc.TTL = anthropic.CacheControlEphemeralTTLTTL1h
+		}
 	}
 	if req.Schema != nil {
 		if t, ok := req.Schema["type"]; ok && t != "object" {
@@ -254,8 +258,11 @@ func toolName(schemaName string) string {
 // the tool call's input (the JSON the schema describes); otherwise the
 // text. stop_reason is translated to the Chat Completions vocabulary the
 // callers know: "length" for max_tokens, "content_filter" for a refusal,
-// else "stop".
-func anthropicResponse(msg *anthropic.Message, tool string, degraded []string) Response {
+// else "stop". The cache writes made with the 1-hour TTL are those the
+// server reports in cache_creation.ephemeral_1h_input_tokens; a server that
+// does not break the writes down by TTL wrote them with the one the request
+// asked for (longCache).
+func anthropicResponse(msg *anthropic.Message, tool string, longCache bool, degraded []string) Response {
 	var text strings.Builder
 	var input json.RawMessage
 	for _, b := range msg.Content {
@@ -283,6 +290,12 @@ func anthropicResponse(msg *anthropic.Message, tool string, degraded []string) R
 	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 	r.Usage = Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
 		CachedInputTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+	switch {
+	case u.JSON.CacheCreation.Valid():
+		r.Usage.CacheWrite1hTokens = min(u.CacheCreation.Ephemeral1hInputTokens, u.CacheCreationInputTokens)
+	case longCache:
+		r.Usage.CacheWrite1hTokens = u.CacheCreationInputTokens
+	}
 	return r.validText()
 }
 

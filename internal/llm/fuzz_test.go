@@ -451,6 +451,9 @@ func FuzzAnthropicReply(f *testing.F) {
 			`{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":3}}`,
 			`{"type":"message_stop"}`)},
 		{0, sse(start, `{"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":0}}`, `{"type":"message_stop"}`)},
+		{0, sse(`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,`+
+			`"usage":{"input_tokens":25,"output_tokens":1,"cache_read_input_tokens":4000,"cache_creation_input_tokens":900,"cache_creation":{"ephemeral_5m_input_tokens":100,"ephemeral_1h_input_tokens":800}}}}`,
+			`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5,"cache_creation_input_tokens":900}}`, `{"type":"message_stop"}`)},
 		{0, sse(start, `{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}`)},
 		{0, "data: {\"type\":\"message_start\"\n\n"},
 		{6, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 64000 > 32000, which is the maximum allowed number of output tokens for claude-opus-4-20250514"}}`},
@@ -497,6 +500,9 @@ func FuzzAnthropicReply(f *testing.F) {
 		}
 		if u := o.resp.Usage; u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 			t.Fatalf("usage does not add up: %+v", u)
+		}
+		if u := o.resp.Usage; u.CacheWrite1hTokens < 0 || u.CacheWrite1hTokens > u.CacheWriteTokens {
+			t.Fatalf("1-hour cache writes are not a part of the cache writes: %+v", u)
 		}
 		if want.sure && !want.tool && o.resp.Content != want.text {
 			t.Fatalf("the client read the stream's text differently from encoding/json:\n got %q\nwant %q", o.resp.Content, want.text)

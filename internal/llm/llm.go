@@ -41,6 +41,13 @@ type Request struct {
 	// cache: OpenAI's prompt_cache_key. It is derived from the build's
 	// identity (never a clock or randomness), so a replay sends the same.
 	CacheKey string `json:"cache_key,omitempty"`
+	// LongCache asks the provider to keep the prompt cache longer than its
+	// default, for a build expected to outlive it (builder.LongCache): a
+	// 1-hour TTL on Anthropic's breakpoints instead of 5 minutes, and
+	// prompt_cache_retention "24h" for the OpenAI models that have it
+	// (ExtendedRetention). Omitted from the JSON when unset, so hashes of
+	// requests that do not ask for it are unchanged.
+	LongCache bool `json:"long_cache,omitempty"`
 }
 
 // Hash is the hex SHA-256 of the request's canonical JSON.
@@ -56,14 +63,17 @@ func (r Request) Hash() string {
 // Usage counts tokens as the server reported them. PromptTokens is the
 // whole input; CachedInputTokens (read from the provider's prompt cache) and
 // CacheWriteTokens (written to it) are parts of it, each priced at its own
-// rate (see Prices.Cost). A provider that reports nothing about caching
-// leaves both 0, and the input is priced as uncached.
+// rate (see Prices.Cost). CacheWrite1hTokens is the part of CacheWriteTokens
+// written with Anthropic's 1-hour TTL, dearer than the 5-minute one. A
+// provider that reports nothing about caching leaves them 0, and the input
+// is priced as uncached.
 type Usage struct {
-	PromptTokens      int64 `json:"prompt_tokens"`
-	CompletionTokens  int64 `json:"completion_tokens"`
-	TotalTokens       int64 `json:"total_tokens"`
-	CachedInputTokens int64 `json:"cached_input_tokens"`
-	CacheWriteTokens  int64 `json:"cache_write_tokens"`
+	PromptTokens       int64 `json:"prompt_tokens"`
+	CompletionTokens   int64 `json:"completion_tokens"`
+	TotalTokens        int64 `json:"total_tokens"`
+	CachedInputTokens  int64 `json:"cached_input_tokens"`
+	CacheWriteTokens   int64 `json:"cache_write_tokens"`
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
 }
 
 // Add is u plus v, field by field.
@@ -71,7 +81,7 @@ func (u Usage) Add(v Usage) Usage {
 	return Usage{
 		PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
 		TotalTokens: u.TotalTokens + v.TotalTokens, CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
-		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens, CacheWrite1hTokens: u.CacheWrite1hTokens + v.CacheWrite1hTokens,
 	}
 }
 

@@ -279,7 +279,7 @@ func (m *Meter) cost(requested, reported string, u Usage) (float64, bool) {
 func (m *Meter) reserve(req Request) (Tally, error) {
 	prompt, output := EstimateTokens(req)
 	est := Tally{PromptTokens: prompt, CompletionTokens: output, TotalTokens: prompt + output}
-	usd, priced := m.prices.Estimate(req.Model, prompt, output)
+	usd, priced := m.prices.Estimate(req.Model, prompt, output, req.LongCache)
 	est.CostUSD = usd
 	m.mu.Lock()
 	defer m.mu.Unlock()

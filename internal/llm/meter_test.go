@@ -83,7 +83,7 @@ func TestLoadPrices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for model, want := range map[string]Price{"gpt-4.1": {1, 4, 1, 1}, "gpt-4.1-2025-04-14": {1, 4, 1, 1}, "qwen2.5-coder:7b": {}, "o3": openaiPrice(2, 8, 0.5)} {
+	for model, want := range map[string]Price{"gpt-4.1": {1, 4, 1, 1, 1}, "gpt-4.1-2025-04-14": {1, 4, 1, 1, 1}, "qwen2.5-coder:7b": {}, "o3": openaiPrice(2, 8, 0.5)} {
 		if got, ok := p.Lookup(model); !ok || got != want {
 			t.Errorf("Lookup(%q) = %v, %v; want %v", model, got, ok, want)
 		}

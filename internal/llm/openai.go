@@ -165,6 +165,9 @@ func chatParams(req Request, useSchema, useTemperature bool) (openai.ChatComplet
 	if req.CacheKey != "" {
 		params.PromptCacheKey = openai.String(req.CacheKey)
 	}
+	if req.LongCache && ExtendedRetention(req.Model) {
+		params.PromptCacheRetention = openai.ChatCompletionNewParamsPromptCacheRetention24h
+	}
 	for _, m := range joinTurns(req.Messages) {
 		switch m.Role {
 		case "system":

@@ -14,22 +14,24 @@ import (
 )
 
 // Price is what a model costs, in USD per million tokens: uncached input,
-// output, input read from the provider's prompt cache, and input written
-// to it.
+// output, input read from the provider's prompt cache, input written to it
+// (Anthropic's 5-minute TTL), and input written to it with a 1-hour TTL
+// (Anthropic's long one; see Request.LongCache).
 type Price struct {
-	InputPerMTok       float64 `json:"input_per_mtok"`
-	OutputPerMTok      float64 `json:"output_per_mtok"`
-	CachedInputPerMTok float64 `json:"cached_input_per_mtok"`
-	CacheWritePerMTok  float64 `json:"cache_write_per_mtok"`
+	InputPerMTok        float64 `json:"input_per_mtok"`
+	OutputPerMTok       float64 `json:"output_per_mtok"`
+	CachedInputPerMTok  float64 `json:"cached_input_per_mtok"`
+	CacheWritePerMTok   float64 `json:"cache_write_per_mtok"`
+	CacheWrite1hPerMTok float64 `json:"cache_write_1h_per_mtok"`
 }
 
 // openaiPrice: OpenAI caches automatically and charges nothing extra for
-// writing the cache.
-func openaiPrice(in, out, cached float64) Price { return Price{in, out, cached, in} }
+// writing the cache, whatever its retention.
+func openaiPrice(in, out, cached float64) Price { return Price{in, out, cached, in, in} }
 
-// anthropicPrice: Anthropic bills cache reads at 0.1× the input price and
-// 5-minute cache writes at 1.25× (the client's breakpoints use that TTL).
-func anthropicPrice(in, out float64) Price { return Price{in, out, in / 10, in * 1.25} }
+// anthropicPrice: Anthropic bills cache reads at 0.1× the input price,
+// 5-minute cache writes at 1.25× and 1-hour ones at 2×.
+func anthropicPrice(in, out float64) Price { return Price{in, out, in / 10, in * 1.25, in * 2} }
 
 // defaultPrices are list prices in USD per million tokens (standard tier,
 // no batch discounts; cache reads and writes at their own rates) as the
@@ -123,21 +125,44 @@ func (p *Prices) Cost(model string, u Usage) (usd float64, known bool) {
 }
 
 // cost is the sum of each part of u at its price: uncached input, cache
-// reads, cache writes and output.
+// reads, cache writes (5-minute and 1-hour) and output. The 1-hour writes
+// are a part of the writes, never more than all of them.
 func (pr Price) cost(u Usage) float64 {
+	long := min(u.CacheWrite1hTokens, u.CacheWriteTokens)
 	return (float64(u.UncachedInputTokens())*pr.InputPerMTok + float64(u.CachedInputTokens)*pr.CachedInputPerMTok +
-		float64(u.CacheWriteTokens)*pr.CacheWritePerMTok + float64(u.CompletionTokens)*pr.OutputPerMTok) / 1e6
+		float64(u.CacheWriteTokens-long)*pr.CacheWritePerMTok + float64(long)*pr.CacheWrite1hPerMTok +
+		float64(u.CompletionTokens)*pr.OutputPerMTok) / 1e6
 }
 
 // Estimate is a conservative cost of a call expected to send prompt input
 // tokens and receive output ones: it assumes no cache hit, and every input
-// token at the dearer of the uncached and cache-write prices.
-func (p *Prices) Estimate(model string, prompt, output int64) (usd float64, known bool) {
+// token at the dearest of the uncached and cache-write prices — the 1-hour
+// write price included when the call asks for the long cache (longCache).
+func (p *Prices) Estimate(model string, prompt, output int64, longCache bool) (usd float64, known bool) {
 	pr, ok := p.Lookup(model)
 	if !ok {
 		return 0, false
 	}
-	return (float64(prompt)*max(pr.InputPerMTok, pr.CacheWritePerMTok) + float64(output)*pr.OutputPerMTok) / 1e6, true
+	in := max(pr.InputPerMTok, pr.CacheWritePerMTok)
+	if longCache {
+		in = max(in, pr.CacheWrite1hPerMTok)
+	}
+	return (float64(prompt)*in + float64(output)*pr.OutputPerMTok) / 1e6, true
+}
+
+// extendedRetention lists the OpenAI models that accept
+// prompt_cache_retention "24h" (extended prompt caching), as OpenAI listed
+// them up to early 2026; other models may reject the field.
+var extendedRetention = map[string]bool{
+	"gpt-4.1": true, "gpt-5": true, "gpt-5-codex": true, "gpt-5.1": true, "gpt-5.1-codex": true,
+	"gpt-5.1-codex-mini": true, "gpt-5.2": true,
+}
+
+// ExtendedRetention reports whether model accepts OpenAI's extended prompt
+// cache retention ("24h"), by the names rule of Prices.Lookup: its exact
+// name, or its name without a snapshot suffix.
+func ExtendedRetention(model string) bool {
+	return extendedRetention[model] || extendedRetention[snapshotSuffix.ReplaceAllString(model, "")]
 }
 
 // maxPricesFile bounds a prices file: it is a small hand-written table.
@@ -152,7 +177,9 @@ const maxPricesFile = 1 << 20
 //
 // cached_input_per_mtok and cache_write_per_mtok are optional and default
 // to input_per_mtok: without them cached input costs what uncached input
-// does, as it did before caching was priced. Decoding is strict: an unknown field, a duplicate model, a missing or
+// does, as it did before caching was priced. cache_write_1h_per_mtok is
+// optional and defaults to cache_write_per_mtok: one write price given
+// prices every write. Decoding is strict: an unknown field, a duplicate model, a missing or
 // negative price, a model name that is empty or has whitespace, or trailing
 // data is an error naming the model and field.
 func LoadPrices(path string) (*Prices, error) {
@@ -223,10 +250,11 @@ func parsePrices(data []byte) (map[string]Price, error) {
 			return nil, fmt.Errorf("model %q: %s appears twice", model, key)
 		}
 		var e struct {
-			In     *float64 `json:"input_per_mtok"`
-			Out    *float64 `json:"output_per_mtok"`
-			Cached *float64 `json:"cached_input_per_mtok"`
-			Write  *float64 `json:"cache_write_per_mtok"`
+			In      *float64 `json:"input_per_mtok"`
+			Out     *float64 `json:"output_per_mtok"`
+			Cached  *float64 `json:"cached_input_per_mtok"`
+			Write   *float64 `json:"cache_write_per_mtok"`
+			Write1h *float64 `json:"cache_write_1h_per_mtok"`
 		}
 		entry := json.NewDecoder(bytes.NewReader(raw))
 		entry.DisallowUnknownFields()
@@ -238,7 +266,8 @@ func parsePrices(data []byte) (map[string]Price, error) {
 			v        *float64
 			optional bool
 		}{{"input_per_mtok", e.In, false}, {"output_per_mtok", e.Out, false},
-			{"cached_input_per_mtok", e.Cached, true}, {"cache_write_per_mtok", e.Write, true}} {
+			{"cached_input_per_mtok", e.Cached, true}, {"cache_write_per_mtok", e.Write, true},
+			{"cache_write_1h_per_mtok", e.Write1h, true}} {
 			switch {
 			case f.v == nil && f.optional:
 			case f.v == nil:
@@ -253,6 +282,10 @@ func parsePrices(data []byte) (map[string]Price, error) {
 		}
 		if e.Write != nil {
 			pr.CacheWritePerMTok = *e.Write
+		}
+		pr.CacheWrite1hPerMTok = pr.CacheWritePerMTok
+		if e.Write1h != nil {
+			pr.CacheWrite1hPerMTok = *e.Write1h
 		}
 		out[model] = pr
 	}

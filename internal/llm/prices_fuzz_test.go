@@ -25,6 +25,7 @@ func FuzzPrices(f *testing.F) {
 		`{"prices": {"m": {"input_per_mtok": 1e308, "output_per_mtok": 1}}}`,
 		`{"prices": {"m": {"input_per_mtok": -0, "output_per_mtok": 1.5e-7}}}`,
 		`{"prices": {}} {}`,
+		`{"prices": {"c": {"input_per_mtok": 3, "output_per_mtok": 15, "cached_input_per_mtok": 0.3, "cache_write_per_mtok": 3.75, "cache_write_1h_per_mtok": 6}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -57,7 +58,8 @@ func FuzzPrices(f *testing.F) {
 			t.Fatalf("round trip: %v\n%v\n%v", err, entries, back)
 		}
 		for model := range entries {
-			usd, known := p.Cost(model, Usage{PromptTokens: 1e9, CompletionTokens: 1e9, TotalTokens: 2e9})
+			usd, known := p.Cost(model, Usage{PromptTokens: 1e9, CompletionTokens: 1e9, TotalTokens: 2e9,
+				CachedInputTokens: 1e8, CacheWriteTokens: 5e8, CacheWrite1hTokens: 2e8})
 			if !known || math.IsInf(usd, 0) || math.IsNaN(usd) || usd < 0 {
 				t.Fatalf("model %q: cost of 2e9 tokens is %v (known %v)", model, usd, known)
 			}

@@ -175,6 +175,9 @@ func responsesParams(req Request) (responses.ResponseNewParams, error) {
 	if req.CacheKey != "" {
 		p.PromptCacheKey = openai.String(req.CacheKey)
 	}
+	if req.LongCache && ExtendedRetention(req.Model) {
+		p.PromptCacheRetention = responses.ResponseNewParamsPromptCacheRetention24h
+	}
 	var system []string
 	var input responses.ResponseInputParam
 	for _, m := range joinTurns(req.Messages) {

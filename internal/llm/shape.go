@@ -28,6 +28,11 @@ type replyUsage struct {
 	OutputTokens             *int64 `json:"output_tokens"`
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	// Anthropic: the cache writes by TTL.
+	CacheCreation *struct {
+		Ephemeral5m *int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
 	// Chat Completions: prompt_tokens_details; Responses: input_tokens_details.
 	PromptTokensDetails *cacheDetails `json:"prompt_tokens_details"`
 	InputTokensDetails  *cacheDetails `json:"input_tokens_details"`
@@ -169,6 +174,9 @@ func checkCounts(at string, u *replyUsage) error {
 		{"prompt_tokens", u.PromptTokens}, {"completion_tokens", u.CompletionTokens}, {"total_tokens", u.TotalTokens},
 		{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens},
 		{"cache_creation_input_tokens", u.CacheCreationInputTokens}, {"cache_read_input_tokens", u.CacheReadInputTokens},
+	}
+	if c := u.CacheCreation; c != nil {
+		counts = append(counts, count{"cache_creation.ephemeral_5m_input_tokens", c.Ephemeral5m}, count{"cache_creation.ephemeral_1h_input_tokens", c.Ephemeral1h})
 	}
 	for _, d := range []struct {
 		name string

@@ -32,10 +32,16 @@ type AnthropicReply struct {
 	// and 20, as the OpenAI servers report. CacheReadTokens and
 	// CacheWriteTokens are cache_read_input_tokens and
 	// cache_creation_input_tokens, reported in message_start and again,
-	// cumulatively, in message_delta. A server with SimulateCache reports
-	// its cache's figures instead.
+	// cumulatively, in message_delta. CacheWrite1hTokens is the part of
+	// the writes made with the 1-hour TTL: message_start breaks the writes
+	// down by TTL in cache_creation, as Anthropic does, unless
+	// NoCacheBreakdown. A server with SimulateCache reports its cache's
+	// figures instead, its writes made with the TTL of the request's
+	// breakpoints.
 	InputTokens, OutputTokens         int64
 	CacheReadTokens, CacheWriteTokens int64
+	CacheWrite1hTokens                int64
+	NoCacheBreakdown                  bool
 }
 
 // AnthropicServer is a running scripted Messages API server. Only
@@ -93,6 +99,10 @@ func (s *AnthropicServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.replies = s.replies[1:]
 	if s.cache != nil && reply.Status == 0 {
 		reply.InputTokens, reply.CacheReadTokens, reply.CacheWriteTokens = s.cache.anthropic(anthropicBlocks(req))
+		reply.CacheWrite1hTokens = 0
+		if longTTL(req) {
+			reply.CacheWrite1hTokens = reply.CacheWriteTokens
+		}
 		if reply.OutputTokens == 0 {
 			reply.OutputTokens = 20
 		}
@@ -144,11 +154,16 @@ func (s *AnthropicServer) stream(w http.ResponseWriter, req map[string]any, repl
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
+	usage := map[string]any{"input_tokens": in, "output_tokens": 1,
+		"cache_read_input_tokens": reply.CacheReadTokens, "cache_creation_input_tokens": reply.CacheWriteTokens}
+	if !reply.NoCacheBreakdown {
+		usage["cache_creation"] = map[string]any{"ephemeral_5m_input_tokens": reply.CacheWriteTokens - reply.CacheWrite1hTokens,
+			"ephemeral_1h_input_tokens": reply.CacheWrite1hTokens}
+	}
 	events := []map[string]any{
 		{"type": "message_start", "message": map[string]any{
 			"id": "msg_test", "type": "message", "role": "assistant", "model": model, "content": []any{},
-			"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": in, "output_tokens": 1,
-				"cache_read_input_tokens": reply.CacheReadTokens, "cache_creation_input_tokens": reply.CacheWriteTokens},
+			"stop_reason": nil, "stop_sequence": nil, "usage": usage,
 		}},
 		{"type": "content_block_start", "index": 0, "content_block": block},
 		{"type": "ping"},
@@ -169,6 +184,17 @@ func (s *AnthropicServer) stream(w http.ResponseWriter, req map[string]any, repl
 		data, _ := json.Marshal(e)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e["type"], data)
 	}
+}
+
+// longTTL reports whether a Messages request's breakpoints ask for the
+// 1-hour TTL.
+func longTTL(req map[string]any) bool {
+	for _, b := range anthropicBlocks(req) {
+		if b.ttl == "1h" {
+			return true
+		}
+	}
+	return false
 }
 
 func anthropicError(w http.ResponseWriter, status int, errType, msg string) {

@@ -116,6 +116,7 @@ func (c *PromptCache) anthropic(blocks []cacheBlock) (uncached, read, write int6
 type cacheBlock struct {
 	text       string
 	breakpoint bool
+	ttl        string // the breakpoint's "ttl", "" for the default
 }
 
 // anthropicBlocks lists a Messages request's tools, system blocks and
@@ -124,12 +125,13 @@ func anthropicBlocks(req map[string]any) []cacheBlock {
 	var out []cacheBlock
 	add := func(v any) {
 		m, _ := v.(map[string]any)
-		_, bp := m["cache_control"].(map[string]any)
+		cc, bp := m["cache_control"].(map[string]any)
+		ttl, _ := cc["ttl"].(string)
 		text, _ := m["text"].(string)
 		if text == "" {
 			text = canonical(m) // a tool: its whole definition
 		}
-		out = append(out, cacheBlock{text: text, breakpoint: bp})
+		out = append(out, cacheBlock{text: text, breakpoint: bp, ttl: ttl})
 	}
 	tools, _ := req["tools"].([]any)
 	for _, t := range tools {

@@ -80,6 +80,11 @@ type BuildInput struct {
 	Review          bool   `json:"review"`
 	ReviewModel     string `json:"review_model"`
 
+	// CacheKey is the prompt cache key of every model request of the build
+	// (builder.Options.CacheKey): factory eval gives each run its own; ""
+	// is the build's own, from its plan hash.
+	CacheKey string `json:"cache_key,omitempty"`
+
 	// The budget of the whole workflow; 0 is no limit.
 	MaxTokens  int64   `json:"max_tokens"`
 	MaxCostUSD float64 `json:"max_cost_usd"`
@@ -149,6 +154,10 @@ type WorkOrderInput struct {
 	Parent     string              `json:"parent"` // the commit this work order builds on
 	WorkOrder  workorder.WorkOrder `json:"work_order"`
 	Spent      Spend               `json:"spent"` // by the workflow so far
+	// CacheLayout is the whole plan's (builder.PlanCacheLayout): the
+	// prompt's shared context and the cache retention are the same as in a
+	// local build of the plan.
+	CacheLayout builder.CacheLayout `json:"cache_layout"`
 }
 
 // WorkOrderResult is one work order's outcome: the summary line of a

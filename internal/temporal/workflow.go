@@ -63,10 +63,12 @@ func Build(ctx workflow.Context, in BuildInput) (BuildResult, error) {
 		r.WorkOrders = append(r.WorkOrders, WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePending}})
 	}
 	parent := plan.BaseCommit
+	layout := builder.PlanCacheLayout(plan.Manifest, in.MaxAttempts)
 	for i, wo := range plan.Manifest.WorkOrders {
 		var res WorkOrderResult
 		err := workflow.ExecuteActivity(actx, WorkOrderActivityName, WorkOrderInput{
 			Build: in, WorkflowID: r.WorkflowID, BaseCommit: plan.BaseCommit, Parent: parent, WorkOrder: wo, Spent: w.spent,
+			CacheLayout: layout,
 		}).Get(ctx, &res)
 		if err != nil && !details(err, &res) {
 			res.WorkOrder = r.WorkOrders[i].WorkOrder

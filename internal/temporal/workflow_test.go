@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -27,8 +28,10 @@ type fakeSteps struct {
 func (f *fakeSteps) plan(_ context.Context, in PlanInput) (PlanResult, error) {
 	m := &workorder.Manifest{}
 	for _, id := range []string{"WO-01", "WO-02", "WO-03"} {
-		m.WorkOrders = append(m.WorkOrders, workorder.WorkOrder{ID: id, Title: "t " + id})
+		m.WorkOrders = append(m.WorkOrders, workorder.WorkOrder{ID: id, Title: "t " + id,
+			ContextFiles: []string{"docs/guide.md", "calc.py"}, AllowedFiles: []string{strings.ToLower(id) + ".py"}})
 	}
+	m.WorkOrders[0].AllowedFiles = append(m.WorkOrders[0].AllowedFiles, "calc.py")
 	return PlanResult{Manifest: m, BaseCommit: "base", Source: builder.PlanGiven, Spend: Spend{Tokens: 5}, Lines: []string{"plan: 3 work orders"}}, nil
 }
 
@@ -60,7 +63,7 @@ func run(t *testing.T, f *fakeSteps) (BuildResult, error) {
 	env.RegisterWorkflowWithOptions(Build, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(f.plan, activity.RegisterOptions{Name: PlanActivityName})
 	env.RegisterActivityWithOptions(f.workOrder, activity.RegisterOptions{Name: WorkOrderActivityName})
-	env.ExecuteWorkflow(WorkflowName, BuildInput{PlanHash: "h", Branch: "factory/h"})
+	env.ExecuteWorkflow(WorkflowName, BuildInput{PlanHash: "h", Branch: "factory/h", MaxAttempts: 4})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete")
 	}
@@ -96,6 +99,14 @@ func TestBuildPasses(t *testing.T) {
 	}
 	if f.calls[2].Spent.Tokens != 25 {
 		t.Errorf("WO-03 was told %d tokens were spent, want 25", f.calls[2].Spent.Tokens)
+	}
+	// Every work order's prompt is laid out from the whole plan, as in a
+	// local build: 3 orders × 4 attempts is a long build.
+	want := builder.CacheLayout{Shared: []string{"calc.py", "docs/guide.md"}, Stable: []string{"docs/guide.md"}, Long: true}
+	for _, c := range f.calls {
+		if diff := cmp.Diff(want, c.CacheLayout); diff != "" {
+			t.Errorf("%s: cache layout (-want +got):\n%s", c.WorkOrder.ID, diff)
+		}
 	}
 	if want := "plan: 3 work orders\nWO-01: PASS\nWO-02: PASS\nWO-03: PASS\nbuild h: PASS, 3 work orders committed on factory/h"; strings.Join(res.Lines, "\n") != want {
 		t.Errorf("lines:\n%s", strings.Join(res.Lines, "\n"))

@@ -1,0 +1,2 @@
+// The tests of factorize: none yet.
+int main() { return 0; }

@@ -1,0 +1,3 @@
+module example.com/merge
+
+go 1.26
