@@ -285,6 +285,11 @@ type langOrder struct {
 // in plan order. Rust through rustup works confined only once the sandbox shows the toolchain
 // homes (issue 27 part 3): before that, its cargo finds no toolchain under the private HOME.
 func TestBuildPerLanguage(t *testing.T) {
+	// auto (the default) in CI; bench/lang_build.sh pairs it with off.
+	sandboxMode := os.Getenv("FACTORY_LANG_BUILD_SANDBOX")
+	if sandboxMode == "" {
+		sandboxMode = "auto"
+	}
 	home, _ := os.UserHomeDir()
 	path := os.Getenv("PATH")
 	if home != "" {
@@ -385,8 +390,9 @@ func TestBuildPerLanguage(t *testing.T) {
 			// caches and homes (GOCACHE, rustup's) from it, as for a user.
 			res := runFactory(t, append(gitEnv(t.TempDir()), "HOME="+home, "OPENAI_API_KEY=test-key", "PATH="+path), "build", "--plan", plan,
 				"--repo", repo, "--out", filepath.Join(t.TempDir(), "out"), "--llm-model", "m", "--llm-base-url", srv.URL,
-				"--timeout-seconds", "300", "--max-attempts", "1", "--json")
-			t.Logf("%s: %s", tc.name, time.Since(start).Round(time.Millisecond))
+				"--timeout-seconds", "300", "--max-attempts", "1", "--sandbox", sandboxMode, "--json")
+			// bench/lang_build.sh reads this line.
+			t.Logf("build %s --sandbox %s: %.3f s", tc.name, sandboxMode, time.Since(start).Seconds())
 			if strings.Contains(res.stderr, "unconfined") {
 				t.Logf("this machine cannot confine commands; ran unconfined")
 			}
