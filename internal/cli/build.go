@@ -30,6 +30,7 @@ type buildOptions struct {
 	planMaxAttempts       int
 	review, resetBudget   bool
 	verbose               bool
+	jobs                  int
 	maxWaitSeconds        int
 	pollInterval, backoff time.Duration
 	temporal              buildTemporalFlags // --temporal: on workers (temporal.go)
@@ -86,6 +87,7 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.Lookup("max-attempts").Usage = "attempts per work order before the build stops (two identical failures in a row stop it earlier)"
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "on a terminal, print every step instead of one live line per work order")
+	f.IntVarP(&o.jobs, "jobs", "j", 1, "work orders run at the same time, each in a worktree of its own, integrated in plan order (see docs/build.md); 1 runs them one after the other")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	addPlannerFlags(f, o)
 	o.temporal.add(f)
@@ -119,7 +121,13 @@ func (o *buildOptions) checkPlannerFlags(cmd *cobra.Command) error {
 }
 
 func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
+	if o.jobs < 1 {
+		return usagef("--jobs must be at least 1, got %d", o.jobs)
+	}
 	if o.temporal.hostPort != "" {
+		if o.jobs > 1 {
+			return usagef("--jobs %d with --temporal: a build on Temporal workers runs its work orders one after the other; drop --jobs, or build locally with it", o.jobs)
+		}
 		if err := o.checkPlannerFlags(cmd); err != nil {
 			return err
 		}
@@ -154,9 +162,9 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	}
 	bo := o.builderOptions(tmpl, attempt, seModel, plannerModel, meter)
 	bo.SpecPath, bo.PlanDir, bo.Repo, bo.Out, bo.Branch = o.spec, o.plan, o.run.repo, o.run.out, o.branch
-	bo.ResetBudget = o.resetBudget
+	bo.ResetBudget, bo.Jobs = o.resetBudget, o.jobs
 	var view *liveView
-	if width, ok := o.liveTerminal(env); ok {
+	if width, ok := o.liveTerminal(env); ok && o.jobs == 1 {
 		view = newLiveView(env.Stderr, width)
 		defer view.Close()
 		bo.OnUpdate = view.Update

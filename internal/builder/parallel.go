@@ -1,0 +1,357 @@
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/llm"
+)
+
+// A parallel build (Options.Jobs > 1) runs each pending work order in a
+// linked worktree of its own, under <common git dir>/factory/worktrees/
+// <plan hash>/<WO-id>, started from the commit that holds its
+// dependencies (baseOrder), exactly as a serial build runs it there —
+// the same confinement, with that worktree as the sandbox's work tree,
+// rollback, retries and journal (in the worktree's git directory). A
+// passed order's commit goes onto the build branch in plan order only
+// (nextIntegration): as it is when nothing else was integrated since its
+// base, else replayed onto the branch as a tree operation (its files are
+// disjoint from those of the orders it does not depend on) and rechecked
+// there — global verification and its acceptance commands — and run
+// again from the branch's tip if the recheck fails. The build branch's
+// first-parent history is then the serial build's, with the same trees.
+// Meanwhile the main work tree stays detached at the commit the build
+// started from, and checks out the branch at the end.
+
+// orderDone is what a work order's goroutine reports.
+type orderDone struct {
+	j      int
+	line   WorkOrder
+	usage  llm.Usage // without a Meter
+	err    error
+	wt     *gitws.Repo
+	base   string
+	commit string // in the worktree, on PASS
+}
+
+// integrated is what an integration reports.
+type integrated struct {
+	j      int
+	commit string // on the branch
+	rerun  bool   // the recheck failed: run the order again from the tip
+	err    error
+}
+
+// parallel is the state of a parallel build, owned by runParallel's loop.
+type parallel struct {
+	deps     [][]int
+	st       []orderState
+	commits  []string // on the branch, integrated orders
+	done     []orderDone
+	tip      string // of the build branch
+	stopping bool
+	err      error // the first error that is not a FAIL, in plan order
+	errAt    int
+}
+
+func (b *builder) worktreeDir(id string) string {
+	return filepath.Join(b.repo.WorktreesDir(b.sum.PlanHash), id)
+}
+
+// runParallel runs the plan's pending orders, at most Jobs at a time, and
+// integrates them in plan order; passed maps the orders committed earlier
+// to their commits.
+func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[string]string) error {
+	n := len(b.plan.WorkOrders)
+	p := &parallel{deps: deps, st: make([]orderState, n), commits: make([]string, n), done: make([]orderDone, n), errAt: n}
+	for j, wo := range b.plan.WorkOrders {
+		if c, ok := passed[wo.ID]; ok {
+			p.st[j], p.commits[j] = stateIntegrated, c
+		}
+	}
+	var err error
+	if p.tip, err = b.repo.Head(ctx); err != nil {
+		return err
+	}
+	start := p.tip
+	if err := b.repo.DuringGitStep(gitws.GitStep{Step: "detach for a parallel build"}, func() error { return b.repo.DetachHead(ctx) }); err != nil {
+		return err
+	}
+	b.event(map[string]any{"event": "parallel", "jobs": b.o.Jobs, "depends_on": b.dependsOn(deps)})
+	b.progress("build: up to %d work orders at a time, each in a worktree under %s", b.o.Jobs, b.repo.WorktreesDir(b.sum.PlanHash))
+	events := make(chan any)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	integrating := false
+	for {
+		if !integrating {
+			if j := nextIntegration(p.deps, p.st, p.stopping); j >= 0 {
+				p.st[j], integrating = stateIntegrating, true
+				d, tip := p.done[j], p.tip
+				wg.Go(func() { events <- b.integrate(ctx, d, tip) })
+			}
+		}
+		for _, j := range toStart(p.deps, p.st, b.o.Jobs, p.stopping) {
+			p.st[j] = stateRunning
+			base := b.base
+			if i := baseOrder(p.deps, j); i >= 0 {
+				base = p.commits[i]
+			}
+			wg.Go(func() { events <- b.runInWorktree(ctx, j, base, false) })
+		}
+		if !slices.ContainsFunc(p.st, func(s orderState) bool { return s == stateRunning || s == stateIntegrating }) {
+			break
+		}
+		switch ev := (<-events).(type) {
+		case orderDone:
+			b.usage = b.usage.Add(ev.usage)
+			b.orderDone(ctx, p, ev)
+		case integrated:
+			integrating = false
+			if b.integrationDone(ctx, p, ev) {
+				j, tip := ev.j, p.tip
+				wg.Go(func() { events <- b.runInWorktree(ctx, j, tip, true) })
+			}
+		}
+	}
+	return b.finishParallel(ctx, p, start)
+}
+
+// orderDone records a work order's end.
+func (b *builder) orderDone(ctx context.Context, p *parallel, ev orderDone) {
+	p.done[ev.j] = ev
+	b.sum.WorkOrders[ev.j] = ev.line
+	if ev.err == nil {
+		p.st[ev.j] = statePassed
+		return
+	}
+	p.st[ev.j], p.stopping = stateFailed, true
+	block(p.deps, p.st, ev.j)
+	if !errors.Is(ev.err, errWorkOrderFailed) && ev.j < p.errAt {
+		p.err, p.errAt = ev.err, ev.j
+	}
+	if ev.wt != nil {
+		b.removeWorktree(ctx, ev.wt.Root)
+	}
+}
+
+// integrationDone records an integration's end: the order is on the
+// branch, or the build stops, or (rerun) the order must run again from
+// the branch's tip, as a serial build would have run it.
+func (b *builder) integrationDone(ctx context.Context, p *parallel, ev integrated) (rerun bool) {
+	j, id := ev.j, b.plan.WorkOrders[ev.j].ID
+	switch {
+	case ev.err != nil:
+		p.st[j], p.stopping = stateFailed, true
+		b.sum.WorkOrders[j].Outcome, b.sum.WorkOrders[j].Commit = OutcomeFailed, ""
+		if j < p.errAt {
+			p.err, p.errAt = ev.err, j
+		}
+	case ev.rerun:
+		p.st[j] = stateRunning
+		b.progress("%s: the checks fail on the branch with the earlier orders' commits; running it again from the branch's tip %s", id, gitws.ShortHash(p.tip))
+		b.event(map[string]any{"event": "rerun_in_series", "wo": id, "base": p.tip})
+		return true
+	default:
+		p.st[j], p.commits[j], p.tip = stateIntegrated, ev.commit, ev.commit
+		b.sum.WorkOrders[j].Commit = ev.commit
+	}
+	if wt := p.done[j].wt; wt != nil {
+		b.removeWorktree(ctx, wt.Root)
+	}
+	return false
+}
+
+// runInWorktree runs order j in a fresh worktree at base, as runOne runs
+// an order in the main work tree, and reports how it ended.
+func (b *builder) runInWorktree(ctx context.Context, j int, base string, rerun bool) orderDone {
+	wo := b.plan.WorkOrders[j]
+	d := orderDone{j: j, base: base, line: WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}}
+	wt, err := b.repo.AddWorktree(ctx, b.worktreeDir(wo.ID), base)
+	if err != nil {
+		d.line.Outcome, d.err = OutcomeFailed, err
+		return d
+	}
+	d.wt = wt
+	c := *b
+	c.repo, c.clean, c.usage = wt, true, llm.Usage{}
+	c.sum.WorkOrders = slices.Clone(b.sum.WorkOrders)
+	c.sum.WorkOrders[j] = d.line
+	if b.o.Meter != nil {
+		c.own = llm.NewMeter(b.o.Run.Model, b.o.Meter.Prices(), llm.Budget{})
+		c.o.Run.Model = c.own
+	}
+	b.event(map[string]any{"event": "worktree", "wo": wo.ID, "dir": wt.Root, "base": base, "rerun": rerun})
+	d.err = c.runOne(ctx, j)
+	d.line, d.usage, d.commit = c.sum.WorkOrders[j], c.usage, c.sum.WorkOrders[j].Commit
+	if c.sum.StoppedEarly != "" {
+		b.sum.StoppedEarly = c.sum.StoppedEarly
+	}
+	return d
+}
+
+// integrate puts the passed order d.j onto the build branch at tip: its
+// own commit when it ran from tip, else its change replayed onto tip and
+// rechecked there.
+func (b *builder) integrate(ctx context.Context, d orderDone, tip string) integrated {
+	wo := b.plan.WorkOrders[d.j]
+	res := integrated{j: d.j, commit: d.commit}
+	if d.base != tip {
+		var err error
+		if res.commit, err = b.repo.Replay(ctx, d.commit, tip); err != nil {
+			res.err = fmt.Errorf("integrate %s: %w", wo.ID, err)
+			return res
+		}
+		stage, err := b.recheck(ctx, d, res.commit)
+		if err != nil {
+			res.err = fmt.Errorf("recheck %s on the build branch: %w", wo.ID, err)
+			return res
+		}
+		b.event(map[string]any{"event": "recheck", "wo": wo.ID, "commit": res.commit, "stage": stage})
+		if stage != "" {
+			res.rerun = true
+			return res
+		}
+	}
+	res.err = b.repo.DuringGitStep(gitws.GitStep{Step: "integrate " + wo.ID, Branch: b.sum.Branch}, func() error {
+		return b.repo.MoveBranch(ctx, b.sum.Branch, res.commit, tip, "factory: integrate "+wo.ID)
+	})
+	if res.err == nil {
+		b.progress("%s: integrated as %s", wo.ID, gitws.ShortHash(res.commit))
+		b.event(map[string]any{"event": "integrate", "wo": wo.ID, "commit": res.commit, "replayed": d.base != tip})
+	}
+	return res
+}
+
+// recheck checks out commit in d's worktree and runs the order's checks
+// there (factory.Run.Recheck); stage is "" when they pass.
+func (b *builder) recheck(ctx context.Context, d orderDone, commit string) (string, error) {
+	wo := b.plan.WorkOrders[d.j]
+	if err := d.wt.DuringGitStep(gitws.GitStep{Step: "check out " + gitws.ShortHash(commit)}, func() error {
+		return d.wt.CheckoutDetached(ctx, commit)
+	}); err != nil {
+		return "", err
+	}
+	opts := b.o.Run
+	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = d.wt.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
+	opts.Clean, opts.OnEvent = true, func(ev factory.Event) { b.onEvent(wo.ID, ev) }
+	if b.o.Progress != nil {
+		opts.Progress = indented{b.o.Progress}
+	}
+	run, err := factory.Preflight(ctx, opts)
+	if err != nil {
+		return "", err
+	}
+	return run.Recheck(ctx)
+}
+
+// removeWorktree removes a worktree the build is done with; a failure
+// is reported, and the next build removes it.
+func (b *builder) removeWorktree(ctx context.Context, dir string) {
+	if err := b.repo.RemoveWorktree(context.WithoutCancel(ctx), dir); err != nil {
+		b.progress("build: warning: %v (the next build removes it)", err)
+	}
+}
+
+// finishParallel removes what is left of the worktrees, checks the build
+// branch out in the main work tree again and sets the verdict.
+func (b *builder) finishParallel(ctx context.Context, p *parallel, start string) error {
+	ctx = context.WithoutCancel(ctx)
+	for j, d := range p.done {
+		if p.st[j] == statePassed { // not integrated: an integration failed
+			b.sum.WorkOrders[j].Outcome, b.sum.WorkOrders[j].Commit = OutcomePending, ""
+		}
+		if d.wt != nil && p.st[j] != stateIntegrated && p.st[j] != stateFailed {
+			b.removeWorktree(ctx, d.wt.Root)
+		}
+	}
+	b.repo.RemoveWorktreesDir()
+	if err := b.attachBranch(ctx, start, p.tip); err != nil {
+		return errors.Join(p.err, err)
+	}
+	failed := slices.Index(p.st, stateFailed)
+	switch {
+	case p.err != nil:
+		return p.err
+	case failed >= 0:
+		b.sum.Failed = b.plan.WorkOrders[failed].ID
+		return errWorkOrderFailed
+	}
+	return nil
+}
+
+// attachBranch checks the build branch out in the main work tree, which
+// stayed detached at start while the branch moved on to tip. The
+// checkout runs under a journal of the main work tree: a build killed in
+// the middle leaves it, and the next build restores start first.
+func (b *builder) attachBranch(ctx context.Context, start, tip string) error {
+	baseline, err := b.repo.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if tip != start {
+		if err := factory.WriteJournal(b.repo, Tool, baseline); err != nil {
+			return err
+		}
+	}
+	if err := b.repo.DuringGitStep(gitws.GitStep{Step: "switch branch", Branch: b.sum.Branch}, func() error {
+		return b.repo.SwitchBranch(ctx, b.sum.Branch, "")
+	}); err != nil {
+		return err
+	}
+	return b.repo.RemoveJournal()
+}
+
+// dependsOn names each order's dependencies, for events and status.
+func (b *builder) dependsOn(deps [][]int) map[string][]string {
+	out := map[string][]string{}
+	for j, ds := range deps {
+		ids := []string{}
+		for _, i := range ds {
+			ids = append(ids, b.plan.WorkOrders[i].ID)
+		}
+		out[b.plan.WorkOrders[j].ID] = ids
+	}
+	return out
+}
+
+// RecoverWorktrees undoes what a parallel build killed in the middle left
+// in repo's worktrees (gitws.Repo.Worktrees): in each, the command still
+// running is killed and the attempt rolled back from its journal, as in
+// the main work tree; then the worktree is removed. The caller holds the
+// repository lock.
+func RecoverWorktrees(ctx context.Context, repo *gitws.Repo, progress io.Writer) error {
+	dirs, err := repo.Worktrees()
+	if err != nil {
+		return err
+	}
+	for _, dir := range dirs {
+		if progress != nil {
+			fmt.Fprintf(progress, "build: removing the worktree %s a parallel build left\n", dir)
+		}
+		if wt, err := gitws.Open(ctx, dir); err == nil {
+			if _, found, _ := factory.JournalTool(wt); found {
+				_, _ = wt.RecoverGitLocks(true, time.Now())
+				if _, err := factory.RecoverHeld(ctx, wt, progress); err != nil && progress != nil {
+					// The worktree goes anyway; only the command had to die.
+					fmt.Fprintf(progress, "build: note: restoring %s before its removal: %v\n", dir, err)
+				}
+			}
+		}
+		if err := repo.RemoveWorktree(ctx, dir); err != nil {
+			return fmt.Errorf("remove the worktree %s a parallel build left: %w", dir, err)
+		}
+	}
+	if len(dirs) > 0 {
+		repo.RemoveWorktreesDir()
+	}
+	return nil
+}

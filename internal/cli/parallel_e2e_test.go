@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/factory-harness/factory/internal/llmtest"
+)
+
+// The parallel build's plan: WO-01 sets up the test suite, then three
+// chains of two orders (alpha, beta, gamma), interleaved in plan order:
+// WO-02 alpha1, WO-03 beta1, WO-04 gamma1, WO-05 alpha2, WO-06 beta2,
+// WO-07 gamma2. Each chain's second order extends its module.
+var chains = []string{"alpha", "beta", "gamma"}
+
+const pVerify = "set -e\npython3 -m unittest discover -s tests -q\n"
+
+func chainModule(name string, step int) string {
+	s := fmt.Sprintf("def %s1():\n    return 1\n", name)
+	if step == 2 {
+		s += fmt.Sprintf("\n\ndef %s2():\n    return 2\n", name)
+	}
+	return s
+}
+
+func chainTest(name string, step int) string {
+	return fmt.Sprintf("import unittest\n\nimport %s\n\n\nclass T(unittest.TestCase):\n    def test_%d(self):\n        self.assertEqual(%s.%s%d(), %d)\n",
+		name, step, name, name, step, step)
+}
+
+// chainPlan is the plan; wait, when set, is an absolute file beta1's
+// acceptance command waits for (the kill test).
+func chainPlan(wait string) map[string]any {
+	wos := []any{map[string]any{
+		"id": "WO-01", "title": "Test suite", "intent": "Create scripts/verify.sh and tests/__init__.py.",
+		"preconditions":       []any{cond("file_absent", "scripts/verify.sh")},
+		"postconditions":      []any{cond("file_exists", "scripts/verify.sh"), cond("file_exists", "tests/__init__.py")},
+		"allowed_files":       []string{"scripts/verify.sh", "tests/__init__.py"},
+		"forbidden":           []string{},
+		"acceptance_commands": []string{"test -f tests/__init__.py"},
+		"context_files":       []string{"scripts/verify.sh"},
+	}}
+	for step := 1; step <= 2; step++ {
+		for c, name := range chains {
+			test := fmt.Sprintf("tests/test_%s%d.py", name, step)
+			accept := []string{fmt.Sprintf("python3 -m unittest tests.test_%s%d -q", name, step)}
+			if wait != "" && name == "beta" && step == 1 {
+				accept = append([]string{`python3 -c "import os, time; open('` + startedFile + `', 'w').close(); [time.sleep(0.05) for _ in iter(lambda: os.path.exists('` + wait + `'), True)]"`}, accept...)
+			}
+			wos = append(wos, map[string]any{
+				"id": fmt.Sprintf("WO-%02d", 2+3*(step-1)+c), "title": fmt.Sprintf("%s step %d", name, step), "intent": "Add " + name + fmt.Sprint(step) + " with a test.",
+				"preconditions":       []any{cond("file_exists", "tests/__init__.py")},
+				"postconditions":      []any{cond("file_exists", name+".py"), cond("file_exists", test)},
+				"allowed_files":       []string{name + ".py", test},
+				"forbidden":           []string{"scripts/verify.sh"},
+				"acceptance_commands": accept,
+				"context_files":       []string{name + ".py"},
+			})
+		}
+	}
+	return map[string]any{
+		"verify_contract": map[string]any{"command": "bash scripts/verify.sh", "requires": []any{cond("file_exists", "scripts/verify.sh"), cond("file_exists", "tests/__init__.py")}},
+		"work_orders":     wos,
+	}
+}
+
+// chainReplies are the passing replies of chainPlan, by work order.
+func chainReplies() map[string][]llmtest.Reply {
+	r := map[string][]llmtest.Reply{"WO-01": {{Content: llmtest.Proposal("suite",
+		llmtest.Write{Path: "scripts/verify.sh", BaseSHA256: sha(""), Content: pVerify},
+		llmtest.Write{Path: "tests/__init__.py", BaseSHA256: sha(""), Content: ""})}}}
+	for step := 1; step <= 2; step++ {
+		for c, name := range chains {
+			base := ""
+			if step == 2 {
+				base = chainModule(name, 1)
+			}
+			r[fmt.Sprintf("WO-%02d", 2+3*(step-1)+c)] = []llmtest.Reply{{Content: llmtest.Proposal(name,
+				llmtest.Write{Path: name + ".py", BaseSHA256: sha(base), Content: chainModule(name, step)},
+				llmtest.Write{Path: fmt.Sprintf("tests/test_%s%d.py", name, step), BaseSHA256: sha(""), Content: chainTest(name, step)})}}
+		}
+	}
+	return r
+}
+
+// firstParentTrees lists, oldest first, the subject and tree of each
+// commit on HEAD's first-parent line since base.
+func firstParentTrees(t *testing.T, repo, base string) []string {
+	t.Helper()
+	return strings.Split(git(t, repo, "log", "--first-parent", "--reverse", "--format=%s %T", base+"..HEAD"), "\n")
+}
+
+// checkNoWorktree checks a build left no worktree, no branch but its own
+// and the user's, and nothing of its worktrees in the git directory.
+func checkNoWorktree(t *testing.T, repo string) {
+	t.Helper()
+	if list := git(t, repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", list)
+	}
+	for _, p := range []string{".git/worktrees", ".git/factory/worktrees"} {
+		if entries, err := os.ReadDir(filepath.Join(repo, p)); err == nil && len(entries) > 0 {
+			t.Errorf("%s holds %d entries", p, len(entries))
+		}
+	}
+	if branches := strings.Fields(git(t, repo, "branch", "--format=%(refname:short)")); len(branches) != 2 {
+		t.Errorf("branches: %v", branches)
+	}
+}
+
+// TestBuildParallelSameTrees: -j 3 leaves the first-parent history of -j 1
+// — the same work orders in the same order, each commit with the same
+// tree — and no worktree.
+func TestBuildParallelSameTrees(t *testing.T) {
+	var trees [][]string
+	for _, jobs := range []string{"1", "3"} {
+		f := newBuildFixture(t, chainPlan(""))
+		routes := newRoutes(chainReplies())
+		base := git(t, f.repo, "rev-parse", "HEAD")
+		res := f.build(t, llmtest.StartRouted(t, routes.route).URL, "-j", jobs)
+		if res.code != ExitPass {
+			t.Fatalf("-j %s: exit %d\n%s", jobs, res.code, res.stderr)
+		}
+		for id := range chainReplies() {
+			if n := routes.count(id); n != 1 {
+				t.Errorf("-j %s: %s asked %d times", jobs, id, n)
+			}
+		}
+		checkClean(t, f.repo)
+		checkNoWorktree(t, f.repo)
+		trees = append(trees, firstParentTrees(t, f.repo, base))
+		if jobs == "3" && !strings.Contains(res.stderr, "up to 3 work orders at a time") {
+			t.Errorf("-j 3 did not run in parallel:\n%s", res.stderr)
+		}
+	}
+	if len(trees[0]) != 7 || !slices.Equal(trees[0], trees[1]) {
+		t.Errorf("histories differ:\n-j 1: %q\n-j 3: %q", trees[0], trees[1])
+	}
+}
+
+// TestBuildParallelFailureThenResume: beta1 fails; beta2, which depends
+// on it, is never sent to the model; the other chains are integrated;
+// the build exits 1 naming WO-03; the same command resumes and asks only
+// for beta's orders.
+func TestBuildParallelFailureThenResume(t *testing.T) {
+	f := newBuildFixture(t, chainPlan(""))
+	replies := chainReplies()
+	good := replies["WO-03"]
+	bad := llmtest.Reply{Content: llmtest.Proposal("beta",
+		llmtest.Write{Path: "beta.py", BaseSHA256: sha(""), Content: "def beta1():\n    return 0\n"},
+		llmtest.Write{Path: "tests/test_beta1.py", BaseSHA256: sha(""), Content: chainTest("beta", 1)})}
+	replies["WO-03"] = []llmtest.Reply{bad}
+	routes := newRoutes(replies)
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	res := f.build(t, llmtest.StartRouted(t, routes.route).URL, "-j", "3")
+	if res.code != ExitFail || !strings.Contains(res.stdout, "WO-03 failed") && !strings.Contains(res.stdout, "WO-03  failed") {
+		t.Fatalf("exit %d, want %d naming WO-03\n%s%s", res.code, ExitFail, res.stdout, res.stderr)
+	}
+	if n := routes.count("WO-06"); n != 0 {
+		t.Errorf("WO-06 (depends on the failed WO-03) asked %d times", n)
+	}
+	var subjects []string
+	for _, l := range firstParentTrees(t, f.repo, base) {
+		subjects = append(subjects, strings.Fields(l)[1])
+	}
+	if want := []string{"WO-01", "WO-02", "WO-04", "WO-05", "WO-07"}; !slices.Equal(subjects, want) {
+		t.Errorf("integrated %v, want %v", subjects, want)
+	}
+	checkClean(t, f.repo)
+	checkNoWorktree(t, f.repo)
+
+	replies["WO-03"] = good
+	again := newRoutes(replies)
+	res = f.build(t, llmtest.StartRouted(t, again.route).URL, "-j", "3")
+	if res.code != ExitPass {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	for id := range replies {
+		want := 0
+		if id == "WO-03" || id == "WO-06" {
+			want = 1
+		}
+		if n := again.count(id); n != want {
+			t.Errorf("resume asked %s %d times, want %d", id, n, want)
+		}
+	}
+	if got := git(t, f.repo, "show", "HEAD:beta.py"); got+"\n" != chainModule("beta", 2) {
+		t.Errorf("beta.py = %q", got)
+	}
+	checkClean(t, f.repo)
+	checkNoWorktree(t, f.repo)
+}
+
+// TestBuildParallelKilled: SIGKILL while beta1's command runs in its
+// worktree and other orders run or wait; the same command then recovers
+// (the worktrees removed), finishes, and leaves the history of a build
+// that was never killed.
+func TestBuildParallelKilled(t *testing.T) {
+	ref := newBuildFixture(t, chainPlan(""))
+	refBase := git(t, ref.repo, "rev-parse", "HEAD")
+	if res := ref.build(t, llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL); res.code != ExitPass {
+		t.Fatalf("reference: exit %d\n%s", res.code, res.stderr)
+	}
+	want := firstParentTrees(t, ref.repo, refBase)
+
+	// Confined commands see the host's /tmp only in their work tree, and
+	// the git directory: the release file is there.
+	f := newBuildFixture(t, chainPlan(""))
+	release := filepath.Join(f.repo, ".git", "test-release")
+	for _, wo := range chainPlan(release)["work_orders"].([]any) {
+		m := wo.(map[string]any)
+		data, _ := json.MarshalIndent(m, "", "  ")
+		writeFiles(t, f.plan, map[string]string{m["id"].(string) + ".json": string(data)})
+	}
+	manifest, _ := json.MarshalIndent(chainPlan(release), "", "  ")
+	writeFiles(t, f.plan, map[string]string{"WORK_ORDERS_MANIFEST.json": string(manifest)})
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	url := llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL
+	b := &startedBuild{cmd: factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(url, "-j", "3")...), done: make(chan struct{})}
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(func() { b.cmd.Process.Kill(); <-b.done })
+	waitFor(t, "beta1's slow command", func() bool {
+		m, _ := filepath.Glob(filepath.Join(f.repo, ".git", "factory", "worktrees", "*", "WO-03", startedFile))
+		return len(m) == 1
+	})
+	b.cmd.Process.Kill()
+	<-b.done
+	writeFiles(t, f.repo, map[string]string{".git/test-release": ""})
+	res := f.build(t, url, "-j", "3")
+	if res.code != ExitPass || !strings.Contains(res.stderr, "removing the worktree") {
+		t.Fatalf("build after the kill: exit %d\n%s", res.code, res.stderr)
+	}
+	if got := firstParentTrees(t, f.repo, base); !slices.Equal(got, want) {
+		t.Errorf("history after the kill:\n%q\nwant\n%q", got, want)
+	}
+	checkClean(t, f.repo)
+	checkNoWorktree(t, f.repo)
+}
