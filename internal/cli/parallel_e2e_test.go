@@ -167,8 +167,11 @@ func TestBuildParallelFailureThenResume(t *testing.T) {
 	for _, l := range firstParentTrees(t, f.repo, base) {
 		subjects = append(subjects, strings.Fields(l)[1])
 	}
-	if want := []string{"WO-01", "WO-02", "WO-04", "WO-05", "WO-07"}; !slices.Equal(subjects, want) {
-		t.Errorf("integrated %v, want %v", subjects, want)
+	// WO-02 and WO-04 ran beside WO-03 from the start; whether WO-05 and
+	// WO-07 started before WO-03 failed is a matter of timing.
+	if !slices.IsSorted(subjects) || len(subjects) < 3 || !slices.Equal(subjects[:3], []string{"WO-01", "WO-02", "WO-04"}) ||
+		slices.Contains(subjects, "WO-03") || slices.Contains(subjects, "WO-06") {
+		t.Errorf("integrated %v, want WO-01, WO-02, WO-04 and perhaps WO-05 and WO-07", subjects)
 	}
 	checkClean(t, f.repo)
 	checkNoWorktree(t, f.repo)
@@ -180,9 +183,9 @@ func TestBuildParallelFailureThenResume(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
 	}
 	for id := range replies {
-		want := 0
-		if id == "WO-03" || id == "WO-06" {
-			want = 1
+		want := 1
+		if slices.Contains(subjects, id) {
+			want = 0
 		}
 		if n := again.count(id); n != want {
 			t.Errorf("resume asked %s %d times, want %d", id, n, want)
