@@ -147,6 +147,9 @@ type WorkOrder struct {
 	CacheWriteTokens  int64  `json:"cache_write_tokens"`
 	RunDir            string `json:"run_dir,omitempty"`
 	BriefPath         string `json:"failure_brief,omitempty"`
+	// DependsOn lists the earlier work orders this one depends on
+	// (Dependencies): a parallel build starts it once they are committed.
+	DependsOn []string `json:"depends_on,omitempty"`
 }
 
 // Work order outcomes.

@@ -40,6 +40,8 @@ type orderDone struct {
 	wt     *gitws.Repo
 	base   string
 	commit string // in the worktree, on PASS
+	// stoppedEarly is why its attempts stopped early, if they did.
+	stoppedEarly string
 }
 
 // integrated is what an integration reports.
@@ -129,6 +131,9 @@ func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[stri
 func (b *builder) orderDone(ctx context.Context, p *parallel, ev orderDone) {
 	p.done[ev.j] = ev
 	b.sum.WorkOrders[ev.j] = ev.line
+	if ev.stoppedEarly != "" {
+		b.sum.StoppedEarly = ev.stoppedEarly
+	}
 	if ev.err == nil {
 		p.st[ev.j] = statePassed
 		return
@@ -191,10 +196,7 @@ func (b *builder) runInWorktree(ctx context.Context, j int, base string, rerun b
 	}
 	b.event(map[string]any{"event": "worktree", "wo": wo.ID, "dir": wt.Root, "base": base, "rerun": rerun})
 	d.err = c.runOne(ctx, j)
-	d.line, d.usage, d.commit = c.sum.WorkOrders[j], c.usage, c.sum.WorkOrders[j].Commit
-	if c.sum.StoppedEarly != "" {
-		b.sum.StoppedEarly = c.sum.StoppedEarly
-	}
+	d.line, d.usage, d.commit, d.stoppedEarly = c.sum.WorkOrders[j], c.usage, c.sum.WorkOrders[j].Commit, c.sum.StoppedEarly
 	return d
 }
 

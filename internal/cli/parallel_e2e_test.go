@@ -136,6 +136,11 @@ func TestBuildParallelSameTrees(t *testing.T) {
 		if jobs == "3" && !strings.Contains(res.stderr, "up to 3 work orders at a time") {
 			t.Errorf("-j 3 did not run in parallel:\n%s", res.stderr)
 		}
+		// status shows the dependency graph: alpha2 needs the test suite
+		// and alpha1, nothing of beta or gamma.
+		if st := f.status(t); !slices.Equal(st.WorkOrders[4].DependsOn, []string{"WO-01", "WO-02"}) || len(st.WorkOrders[0].DependsOn) != 0 {
+			t.Errorf("status: WO-05 depends on %v, WO-01 on %v", st.WorkOrders[4].DependsOn, st.WorkOrders[0].DependsOn)
+		}
 	}
 	if len(trees[0]) != 7 || !slices.Equal(trees[0], trees[1]) {
 		t.Errorf("histories differ:\n-j 1: %q\n-j 3: %q", trees[0], trees[1])
