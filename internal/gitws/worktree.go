@@ -205,6 +205,9 @@ func (r *Repo) Replay(ctx context.Context, commit, onto string) (string, error) 
 			return fail(fmt.Errorf("%s changed between %s and %s too", strings.Join(moved, ", "), ShortHash(parent), ShortHash(onto)))
 		}
 	}
+	if err := os.MkdirAll(filepath.Join(r.CommonDir, FactoryDirName), 0o755); err != nil {
+		return fail(err)
+	}
 	scratch, err := os.MkdirTemp(filepath.Join(r.CommonDir, FactoryDirName), "replay-")
 	if err != nil {
 		return fail(err)
