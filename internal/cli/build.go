@@ -56,6 +56,13 @@ work order runs as 'factory run' would; on PASS the files it wrote are committed
 trailers) and what the commands left behind is removed. The build stops at the first
 FAIL with the repository back at the last commit.
 
+-j N runs up to N work orders at once, each in a worktree of its own under the git
+directory, started from the commit holding the earlier orders it depends on (derived
+from the plan's files and commands; 'factory status' shows them), and puts their
+commits on the branch in plan order: the history, and commit by commit the trees, of
+a serial build. An order whose commit is applied on top of orders it did not see is
+checked again there, and run again if the checks fail (see docs/build.md).
+
 Running the same command again resumes at the first work order without a commit on
 the branch (progress is read from the commits, never from a side file). The
 repository lock is held for the whole build; a build killed in the middle of an
