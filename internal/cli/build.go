@@ -171,7 +171,7 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	bo.SpecPath, bo.PlanDir, bo.Repo, bo.Out, bo.Branch = o.spec, o.plan, o.run.repo, o.run.out, o.branch
 	bo.ResetBudget, bo.Jobs = o.resetBudget, o.jobs
 	var view *liveView
-	if width, ok := o.liveTerminal(env); ok && o.jobs == 1 {
+	if width, ok := o.liveTerminal(env); ok {
 		view = newLiveView(env.Stderr, width)
 		defer view.Close()
 		bo.OnUpdate = view.Update

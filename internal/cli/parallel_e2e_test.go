@@ -1,13 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/factory-harness/factory/internal/llmtest"
 )
@@ -250,4 +258,72 @@ func TestBuildParallelKilled(t *testing.T) {
 	}
 	checkClean(t, f.repo)
 	checkNoWorktree(t, f.repo)
+}
+
+// terminalRows is what a terminal shows of out, for the sequences the
+// live view writes: text, "\n", "\r", erase line and cursor up.
+func terminalRows(out string) []string {
+	out = strings.ReplaceAll(out, "\r\n", "\n")
+	rows, row := []string{""}, 0
+	for len(out) > 0 {
+		switch {
+		case strings.HasPrefix(out, clearLine):
+			rows[row], out = "", out[len(clearLine):]
+		case strings.HasPrefix(out, cursorUp):
+			row, out = max(row-1, 0), out[len(cursorUp):]
+		case out[0] == '\n':
+			if row++; row == len(rows) {
+				rows = append(rows, "")
+			}
+			out = out[1:]
+		default:
+			i := strings.IndexAny(out[1:], "\r\n\x1b") + 1
+			if i == 0 {
+				i = len(out)
+			}
+			rows[row], out = rows[row]+out[:i], out[i:]
+		}
+	}
+	return rows
+}
+
+// On a terminal, -j 3 draws one live line per running work order, at
+// once, each ending as one final line.
+func TestBuildParallelLiveTerminal(t *testing.T) {
+	f := newBuildFixture(t, chainPlan(""))
+	slow := chainReplies()
+	for id, r := range slow {
+		r[0].Delay = 300 * time.Millisecond // long enough to be seen running together
+		slow[id] = r
+	}
+	cmd := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(llmtest.StartRouted(t, newRoutes(slow).route).URL, "-j", "3")...)
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 160, Rows: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err = io.Copy(&out, tty); err != nil && !errors.Is(err, syscall.EIO) {
+		t.Fatal(err)
+	}
+	tty.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("build: %v\n%q", err, out.String())
+	}
+	raw := out.String()
+	together := regexp.MustCompile(`[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] WO-0\d [^\n]*\n` + regexp.QuoteMeta(clearLine) + `[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] WO-0\d `)
+	if !together.MatchString(raw) {
+		t.Errorf("never two live lines at once:\n%q", raw)
+	}
+	final := regexp.MustCompile(`^✓ (WO-0\d) \d/7 .+ · PASS · \d+\.\ds · 1 attempt · [0-9a-f]{12} · \d+ tokens$`)
+	var done []string
+	for _, l := range terminalRows(raw) {
+		if m := final.FindStringSubmatch(l); m != nil {
+			done = append(done, m[1])
+		} else if strings.HasPrefix(l, "✓") || strings.HasPrefix(l, "✗") || strings.ContainsAny(l[:min(len(l), 3)], "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
+			t.Errorf("a live or final line left on screen: %q", l)
+		}
+	}
+	if len(done) != 7 {
+		t.Errorf("final lines for %v, want one per work order; screen:\n%s", done, strings.Join(terminalRows(raw), "\n"))
+	}
 }
