@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
@@ -172,6 +173,8 @@ type builder struct {
 	usage    llm.Usage // summed from the planner and the runs, when Meter is nil
 	progress func(format string, args ...any)
 	own      *llm.Meter // a parallel build's work order: its own calls (see orderSpent)
+	// worktrees serializes a parallel build's git worktree add and remove.
+	worktrees *sync.Mutex
 }
 
 // Run builds. The summary is returned (and written to the build directory

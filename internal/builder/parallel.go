@@ -93,6 +93,9 @@ func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[stri
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	integrating := false
+	// git worktree add, remove and prune must not run at once: a prune
+	// can take the records of a worktree being added for stale ones.
+	b.worktrees = &sync.Mutex{}
 	for {
 		if !integrating {
 			if j := nextIntegration(p.deps, p.st, p.stopping); j >= 0 {
@@ -180,7 +183,9 @@ func (b *builder) integrationDone(ctx context.Context, p *parallel, ev integrate
 func (b *builder) runInWorktree(ctx context.Context, j int, base string, rerun bool) orderDone {
 	wo := b.plan.WorkOrders[j]
 	d := orderDone{j: j, base: base, line: WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}}
+	b.worktrees.Lock()
 	wt, err := b.repo.AddWorktree(ctx, b.worktreeDir(wo.ID), base)
+	b.worktrees.Unlock()
 	if err != nil {
 		d.line.Outcome, d.err = OutcomeFailed, err
 		return d
@@ -258,6 +263,8 @@ func (b *builder) recheck(ctx context.Context, d orderDone, commit string) (stri
 // removeWorktree removes a worktree the build is done with; a failure
 // is reported, and the next build removes it.
 func (b *builder) removeWorktree(ctx context.Context, dir string) {
+	b.worktrees.Lock()
+	defer b.worktrees.Unlock()
 	if err := b.repo.RemoveWorktree(context.WithoutCancel(ctx), dir); err != nil {
 		b.progress("build: warning: %v (the next build removes it)", err)
 	}

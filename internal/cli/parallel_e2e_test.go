@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llmtest"
 )
 
@@ -115,7 +117,7 @@ func checkNoWorktree(t *testing.T, repo string) {
 			t.Errorf("%s holds %d entries", p, len(entries))
 		}
 	}
-	if branches := strings.Fields(git(t, repo, "branch", "--format=%(refname:short)")); len(branches) != 2 {
+	if branches := strings.Fields(git(t, repo, "for-each-ref", "--format=%(refname:short)", "refs/heads")); len(branches) != 2 {
 		t.Errorf("branches: %v", branches)
 	}
 }
@@ -212,9 +214,9 @@ func TestBuildParallelFailureThenResume(t *testing.T) {
 }
 
 // TestBuildParallelKilled: SIGKILL while beta1's command runs in its
-// worktree and other orders run or wait; the same command then recovers
-// (the worktrees removed), finishes, and leaves the history of a build
-// that was never killed.
+// worktree and other orders run or wait; the same command (or factory
+// recover first) then removes the worktrees, finishes, and leaves the
+// history of a build that was never killed.
 func TestBuildParallelKilled(t *testing.T) {
 	ref := newBuildFixture(t, chainPlan(""))
 	refBase := git(t, ref.repo, "rev-parse", "HEAD")
@@ -222,42 +224,59 @@ func TestBuildParallelKilled(t *testing.T) {
 		t.Fatalf("reference: exit %d\n%s", res.code, res.stderr)
 	}
 	want := firstParentTrees(t, ref.repo, refBase)
-
-	// Confined commands see the host's /tmp only in their work tree, and
-	// the git directory: the release file is there.
-	f := newBuildFixture(t, chainPlan(""))
-	release := filepath.Join(f.repo, ".git", "test-release")
-	for _, wo := range chainPlan(release)["work_orders"].([]any) {
-		m := wo.(map[string]any)
-		data, _ := json.MarshalIndent(m, "", "  ")
-		writeFiles(t, f.plan, map[string]string{m["id"].(string) + ".json": string(data)})
+	for _, via := range []string{"build", "recover"} {
+		t.Run(via, func(t *testing.T) {
+			// Confined commands see the host's /tmp only in their work tree,
+			// and the git directory: the release file is there.
+			f := newBuildFixture(t, chainPlan(""))
+			release := filepath.Join(f.repo, ".git", "test-release")
+			for _, wo := range chainPlan(release)["work_orders"].([]any) {
+				m := wo.(map[string]any)
+				data, _ := json.MarshalIndent(m, "", "  ")
+				writeFiles(t, f.plan, map[string]string{m["id"].(string) + ".json": string(data)})
+			}
+			manifest, _ := json.MarshalIndent(chainPlan(release), "", "  ")
+			writeFiles(t, f.plan, map[string]string{"WORK_ORDERS_MANIFEST.json": string(manifest)})
+			base := git(t, f.repo, "rev-parse", "HEAD")
+			url := llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL
+			b := &startedBuild{cmd: factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(url, "-j", "3")...), done: make(chan struct{})}
+			if err := b.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { b.cmd.Wait(); close(b.done) }()
+			t.Cleanup(func() { b.cmd.Process.Kill(); <-b.done })
+			waitFor(t, "beta1's slow command", func() bool {
+				m, _ := filepath.Glob(filepath.Join(f.repo, ".git", "factory", "worktrees", "*", "WO-03", startedFile))
+				return len(m) == 1
+			})
+			b.cmd.Process.Kill()
+			<-b.done
+			// A child the build was starting at that moment holds its
+			// descriptors, the lock's too, until it execs.
+			repo, err := gitws.Open(context.Background(), f.repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the killed build's lock to be free", func() bool { _, held := repo.LockHolder(); return !held })
+			if via == "recover" {
+				rec := runFactory(t, nil, "recover", "--repo", f.repo)
+				if rec.code != ExitPass || !strings.Contains(rec.stderr, "removing the worktree") {
+					t.Fatalf("recover: exit %d\n%s%s", rec.code, rec.stdout, rec.stderr)
+				}
+				checkNoWorktree(t, f.repo)
+			}
+			writeFiles(t, f.repo, map[string]string{".git/test-release": ""})
+			res := f.build(t, url, "-j", "3")
+			if res.code != ExitPass || via == "build" && !strings.Contains(res.stderr, "removing the worktree") {
+				t.Fatalf("build after the kill: exit %d\n%s", res.code, res.stderr)
+			}
+			if got := firstParentTrees(t, f.repo, base); !slices.Equal(got, want) {
+				t.Errorf("history after the kill:\n%q\nwant\n%q", got, want)
+			}
+			checkClean(t, f.repo)
+			checkNoWorktree(t, f.repo)
+		})
 	}
-	manifest, _ := json.MarshalIndent(chainPlan(release), "", "  ")
-	writeFiles(t, f.plan, map[string]string{"WORK_ORDERS_MANIFEST.json": string(manifest)})
-	base := git(t, f.repo, "rev-parse", "HEAD")
-	url := llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL
-	b := &startedBuild{cmd: factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(url, "-j", "3")...), done: make(chan struct{})}
-	if err := b.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { b.cmd.Wait(); close(b.done) }()
-	t.Cleanup(func() { b.cmd.Process.Kill(); <-b.done })
-	waitFor(t, "beta1's slow command", func() bool {
-		m, _ := filepath.Glob(filepath.Join(f.repo, ".git", "factory", "worktrees", "*", "WO-03", startedFile))
-		return len(m) == 1
-	})
-	b.cmd.Process.Kill()
-	<-b.done
-	writeFiles(t, f.repo, map[string]string{".git/test-release": ""})
-	res := f.build(t, url, "-j", "3")
-	if res.code != ExitPass || !strings.Contains(res.stderr, "removing the worktree") {
-		t.Fatalf("build after the kill: exit %d\n%s", res.code, res.stderr)
-	}
-	if got := firstParentTrees(t, f.repo, base); !slices.Equal(got, want) {
-		t.Errorf("history after the kill:\n%q\nwant\n%q", got, want)
-	}
-	checkClean(t, f.repo)
-	checkNoWorktree(t, f.repo)
 }
 
 // terminalRows is what a terminal shows of out, for the sequences the
