@@ -170,6 +170,10 @@ func TestParallelBuild(t *testing.T) {
 				t.Fatalf("%s, -j %s: %v\n%s\n%s", plan.name, jobs, err, out, check)
 			}
 			took = append(took, time.Since(start))
+			if os.Getenv("DUMP") != "" {
+				ev, _ := exec.Command("bash", "-c", "cat "+filepath.Join(dir, "out-j"+jobs)+"/builds/*/events.jsonl").Output()
+				os.WriteFile("/tmp/events-j"+jobs+"-"+strconv.Itoa(len(plan.orders))+".jsonl", ev, 0o644)
+			}
 			trees = append(trees, strings.Split(strings.TrimSpace(gitRun(t, repo, "log", "--first-parent", "--reverse", "--format=%T %s", "main..HEAD")), "\n"))
 		}
 		same := slices.Equal(trees[0], trees[1]) && len(trees[0]) == len(plan.orders)
