@@ -104,10 +104,11 @@ func TestSchedule(t *testing.T) {
 		{"the root first", []orderState{P, P, P, P, P}, 3, false, -1, []int{0}},
 		{"the root is integrated: both chains start", []orderState{I, P, P, P, P}, 3, false, -1, []int{1, 2}},
 		{"jobs bound the start", []orderState{I, P, P, P, P}, 1, false, -1, []int{1}},
-		{"a later order waits for an earlier one", []orderState{I, R, S, P, P}, 3, false, -1, nil},
-		{"plan order: the earlier passes first", []orderState{I, S, S, P, P}, 3, false, 1, nil},
-		{"one integration at a time", []orderState{I, G, S, P, P}, 3, false, -1, nil},
-		{"a dependency on the branch starts its dependant", []orderState{I, I, S, P, P}, 3, false, 2, []int{3}},
+		{"integration waits for an earlier order", []orderState{I, R, S, P, P}, 1, false, -1, nil},
+		{"plan order: the earlier passes first", []orderState{I, S, S, P, P}, 3, false, 1, []int{3, 4}},
+		{"one integration at a time", []orderState{I, G, S, R, P}, 2, false, -1, []int{4}},
+		{"a dependency on the branch starts its dependant", []orderState{I, I, S, P, P}, 3, false, 2, []int{3, 4}},
+		{"a passed dependency starts its dependant", []orderState{I, R, S, P, P}, 3, false, -1, []int{4}},
 		{"after a failure nothing starts", []orderState{I, F, I, B, P}, 3, true, -1, nil},
 		{"after a failure the others are integrated", []orderState{I, F, S, B, P}, 3, true, 2, nil},
 		{"after a failure a running order is waited for", []orderState{I, F, R, B, P}, 3, true, -1, nil},
@@ -126,10 +127,10 @@ func TestSchedule(t *testing.T) {
 	if want := []orderState{I, F, P, B, B}; !slices.Equal(st, want) {
 		t.Errorf("block: %v, want %v", st, want)
 	}
-	if got := baseOrder([][]int{nil, {0}, {0, 1}}, 2); got != 1 {
-		t.Errorf("baseOrder = %d, want the latest dependency 1", got)
-	}
-	if got := baseOrder([][]int{nil, {0}, nil}, 2); got != -1 {
-		t.Errorf("baseOrder = %d, want -1 (the build's base) for an order without dependencies", got)
+	chains := [][]int{nil, {0}, {1}, {0}, {2, 3}}
+	for j, want := range [][]int{{}, {0}, {0, 1}, {0}, {0, 1, 2, 3}} {
+		if got := baseChain(chains, j); !slices.Equal(got, want) {
+			t.Errorf("baseChain(%d) = %v, want %v", j, got, want)
+		}
 	}
 }

@@ -17,8 +17,9 @@ import (
 
 // A parallel build (Options.Jobs > 1) runs each pending work order in a
 // linked worktree of its own, under <common git dir>/factory/worktrees/
-// <plan hash>/<WO-id>, started from the commit that holds its
-// dependencies (baseOrder), exactly as a serial build runs it there —
+// <plan hash>/<WO-id>, as soon as its dependencies have passed, started
+// from a commit that holds them (baseChain), exactly as a serial build
+// runs it there —
 // the same confinement, with that worktree as the sandbox's work tree,
 // rollback, retries and journal (in the worktree's git directory). A
 // passed order's commit goes onto the build branch in plan order only
@@ -33,12 +34,15 @@ import (
 
 // orderDone is what a work order's goroutine reports.
 type orderDone struct {
-	j      int
-	line   WorkOrder
-	usage  llm.Usage // without a Meter
-	err    error
-	wt     *gitws.Repo
-	base   string
+	j     int
+	line  WorkOrder
+	usage llm.Usage // without a Meter
+	err   error
+	wt    *gitws.Repo
+	base  string
+	// chain are the commits of its dependencies it started from (see
+	// baseChain), nil for an order run again from the branch's tip.
+	chain  []string
 	commit string // in the worktree, on PASS
 	// stoppedEarly is why its attempts stopped early, if they did.
 	stoppedEarly string
@@ -48,7 +52,7 @@ type orderDone struct {
 type integrated struct {
 	j      int
 	commit string // on the branch
-	rerun  bool   // the recheck failed: run the order again from the tip
+	rerun  string // why the order runs again from the tip: its recheck failed, or it is stale
 	err    error
 }
 
@@ -62,6 +66,32 @@ type parallel struct {
 	stopping bool
 	err      error // the first error that is not a FAIL, in plan order
 	errAt    int
+}
+
+// latest is order i's latest commit: in its worktree, or on the branch
+// for an order integrated by an earlier process.
+func (p *parallel) latest(i int) string {
+	if c := p.done[i].commit; c != "" {
+		return c
+	}
+	return p.commits[i]
+}
+
+// chainCommits are the commits order j starts from (baseChain).
+func (p *parallel) chainCommits(j int) []string {
+	var cs []string
+	for _, i := range baseChain(p.deps, j) {
+		cs = append(cs, p.latest(i))
+	}
+	return cs
+}
+
+// stale reports whether a dependency of passed order j has run again
+// since j started from its commit: j saw a tree the serial build never
+// shows it, and runs again too.
+func (p *parallel) stale(j int) bool {
+	d := p.done[j]
+	return d.chain != nil && !slices.Equal(d.chain, p.chainCommits(j))
 }
 
 func (b *builder) worktreeDir(id string) string {
@@ -100,17 +130,14 @@ func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[stri
 		if !integrating {
 			if j := nextIntegration(p.deps, p.st, p.stopping); j >= 0 {
 				p.st[j], integrating = stateIntegrating, true
-				d, tip := p.done[j], p.tip
-				wg.Go(func() { events <- b.integrate(ctx, d, tip) })
+				d, tip, stale := p.done[j], p.tip, p.stale(j)
+				wg.Go(func() { events <- b.integrate(ctx, d, tip, stale) })
 			}
 		}
 		for _, j := range toStart(p.deps, p.st, b.o.Jobs, p.stopping) {
 			p.st[j] = stateRunning
-			base := b.base
-			if i := baseOrder(p.deps, j); i >= 0 {
-				base = p.commits[i]
-			}
-			wg.Go(func() { events <- b.runInWorktree(ctx, j, base, false) })
+			chain := p.chainCommits(j)
+			wg.Go(func() { events <- b.runInWorktree(ctx, j, chain, "") })
 		}
 		if !slices.ContainsFunc(p.st, func(s orderState) bool { return s == stateRunning || s == stateIntegrating }) {
 			break
@@ -123,7 +150,7 @@ func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[stri
 			integrating = false
 			if b.integrationDone(ctx, p, ev) {
 				j, tip := ev.j, p.tip
-				wg.Go(func() { events <- b.runInWorktree(ctx, j, tip, true) })
+				wg.Go(func() { events <- b.runInWorktree(ctx, j, nil, tip) })
 			}
 		}
 	}
@@ -163,10 +190,10 @@ func (b *builder) integrationDone(ctx context.Context, p *parallel, ev integrate
 		if j < p.errAt {
 			p.err, p.errAt = ev.err, j
 		}
-	case ev.rerun:
+	case ev.rerun != "":
 		p.st[j] = stateRunning
-		b.progress("%s: the checks fail on the branch with the earlier orders' commits; running it again from the branch's tip %s", id, gitws.ShortHash(p.tip))
-		b.event(map[string]any{"event": "rerun_in_series", "wo": id, "base": p.tip})
+		b.progress("%s: %s; running it again from the branch's tip %s", id, ev.rerun, gitws.ShortHash(p.tip))
+		b.event(map[string]any{"event": "rerun_in_series", "wo": id, "base": p.tip, "reason": ev.rerun})
 		return true
 	default:
 		p.st[j], p.commits[j], p.tip = stateIntegrated, ev.commit, ev.commit
@@ -178,13 +205,25 @@ func (b *builder) integrationDone(ctx context.Context, p *parallel, ev integrate
 	return false
 }
 
-// runInWorktree runs order j in a fresh worktree at base, as runOne runs
-// an order in the main work tree, and reports how it ended.
-func (b *builder) runInWorktree(ctx context.Context, j int, base string, rerun bool) orderDone {
+// runInWorktree runs order j in a fresh worktree, as runOne runs an order
+// in the main work tree, and reports how it ended. It starts from the
+// build's base with the commits of chain applied (baseChain), or, run
+// again, from the branch's tip.
+func (b *builder) runInWorktree(ctx context.Context, j int, chain []string, tip string) orderDone {
 	wo := b.plan.WorkOrders[j]
-	d := orderDone{j: j, base: base, line: WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}}
+	d := orderDone{j: j, base: tip, chain: chain, line: WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}}
+	var err error
+	if tip == "" {
+		d.base = b.base
+		for _, c := range chain {
+			if d.base, err = b.repo.Replay(ctx, c, d.base); err != nil {
+				d.line.Outcome, d.err = OutcomeFailed, fmt.Errorf("the base of %s: %w", wo.ID, err)
+				return d
+			}
+		}
+	}
 	b.worktrees.Lock()
-	wt, err := b.repo.AddWorktree(ctx, b.worktreeDir(wo.ID), base)
+	wt, err := b.repo.AddWorktree(ctx, b.worktreeDir(wo.ID), d.base)
 	b.worktrees.Unlock()
 	if err != nil {
 		d.line.Outcome, d.err = OutcomeFailed, err
@@ -199,7 +238,7 @@ func (b *builder) runInWorktree(ctx context.Context, j int, base string, rerun b
 		c.own = llm.NewMeter(b.o.Run.Model, b.o.Meter.Prices(), llm.Budget{})
 		c.o.Run.Model = c.own
 	}
-	b.event(map[string]any{"event": "worktree", "wo": wo.ID, "dir": wt.Root, "base": base, "rerun": rerun})
+	b.event(map[string]any{"event": "worktree", "wo": wo.ID, "dir": wt.Root, "base": d.base, "rerun": tip != ""})
 	d.err = c.runOne(ctx, j)
 	d.line, d.usage, d.commit, d.stoppedEarly = c.sum.WorkOrders[j], c.usage, c.sum.WorkOrders[j].Commit, c.sum.StoppedEarly
 	return d
@@ -207,10 +246,14 @@ func (b *builder) runInWorktree(ctx context.Context, j int, base string, rerun b
 
 // integrate puts the passed order d.j onto the build branch at tip: its
 // own commit when it ran from tip, else its change replayed onto tip and
-// rechecked there.
-func (b *builder) integrate(ctx context.Context, d orderDone, tip string) integrated {
+// rechecked there. A stale order (parallel.stale) runs again instead.
+func (b *builder) integrate(ctx context.Context, d orderDone, tip string, stale bool) integrated {
 	wo := b.plan.WorkOrders[d.j]
 	res := integrated{j: d.j, commit: d.commit}
+	if stale {
+		res.rerun = "a work order it depends on ran again since it started"
+		return res
+	}
 	if d.base != tip {
 		var err error
 		if res.commit, err = b.repo.Replay(ctx, d.commit, tip); err != nil {
@@ -224,7 +267,7 @@ func (b *builder) integrate(ctx context.Context, d orderDone, tip string) integr
 		}
 		b.event(map[string]any{"event": "recheck", "wo": wo.ID, "commit": res.commit, "stage": stage})
 		if stage != "" {
-			res.rerun = true
+			res.rerun = "its checks fail (" + stage + ") on the branch with the earlier work orders"
 			return res
 		}
 	}

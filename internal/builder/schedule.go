@@ -58,9 +58,20 @@ func nextIntegration(deps [][]int, st []orderState, stopping bool) int {
 	return -1
 }
 
+// depsPassed reports whether every order j depends on has passed: it has
+// a commit (in its worktree or on the branch) to start j from.
+func depsPassed(deps [][]int, st []orderState, j int) bool {
+	for _, i := range deps[j] {
+		if s := st[i]; s != statePassed && s != stateIntegrating && s != stateIntegrated {
+			return false
+		}
+	}
+	return true
+}
+
 // toStart are the orders to start now, lowest first: pending ones whose
-// dependencies are all on the branch, as long as fewer than jobs run;
-// none once the build is stopping.
+// dependencies have all passed (integrated or not: see baseChain), as
+// long as fewer than jobs run; none once the build is stopping.
 func toStart(deps [][]int, st []orderState, jobs int, stopping bool) []int {
 	if stopping {
 		return nil
@@ -76,7 +87,7 @@ func toStart(deps [][]int, st []orderState, jobs int, stopping bool) []int {
 		if running+len(start) >= jobs {
 			break
 		}
-		if s == statePending && depsIntegrated(deps, st, j) {
+		if s == statePending && depsPassed(deps, st, j) {
 			start = append(start, j)
 		}
 	}
@@ -99,13 +110,29 @@ func block(deps [][]int, st []orderState, f int) {
 	}
 }
 
-// baseOrder is the order whose commit order j starts from: its latest
-// dependency in plan order, or -1 for the commit the build started from.
-// That commit holds every dependency (integration follows plan order) and
-// does not depend on what else happened to be integrated when j started.
-func baseOrder(deps [][]int, j int) int {
-	if len(deps[j]) == 0 {
-		return -1
+// baseChain lists, ascending, the orders order j depends on directly or
+// through others. j starts from the commit the build started from with
+// their changes applied in this order (Repo.Replay): a tree that holds
+// every dependency, decided by the plan alone — not by what happened to
+// be integrated when j started — and, when they are a prefix of the plan
+// already on the branch, the branch's own commit.
+func baseChain(deps [][]int, j int) []int {
+	in := map[int]bool{}
+	var visit func(int)
+	visit = func(k int) {
+		for _, i := range deps[k] {
+			if !in[i] {
+				in[i] = true
+				visit(i)
+			}
+		}
 	}
-	return deps[j][len(deps[j])-1]
+	visit(j)
+	chain := make([]int, 0, len(in))
+	for i := range j {
+		if in[i] {
+			chain = append(chain, i)
+		}
+	}
+	return chain
 }

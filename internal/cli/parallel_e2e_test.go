@@ -346,3 +346,45 @@ func TestBuildParallelLiveTerminal(t *testing.T) {
 		t.Errorf("final lines for %v, want one per work order; screen:\n%s", done, strings.Join(terminalRows(raw), "\n"))
 	}
 }
+
+// TestBuildParallelRecheck: beta1's first answer passes in its worktree,
+// where alpha1's files are not, but its test fails once they are there:
+// the serial build fails that attempt and takes the second answer; the
+// parallel build's recheck on the branch fails, beta1 runs again from the
+// branch's tip and takes the second answer too, and beta2, which started
+// from the first, runs again. The histories are the same, tree by tree.
+func TestBuildParallelRecheck(t *testing.T) {
+	badTest := "import os\nimport unittest\n\n\nclass T(unittest.TestCase):\n    def test_alone(self):\n        self.assertFalse(os.path.exists('alpha.py'))\n"
+	var trees [][]string
+	for _, jobs := range []string{"1", "3"} {
+		replies := chainReplies()
+		bad := llmtest.Reply{Content: llmtest.Proposal("beta",
+			llmtest.Write{Path: "beta.py", BaseSHA256: sha(""), Content: chainModule("beta", 1)},
+			llmtest.Write{Path: "tests/test_beta1.py", BaseSHA256: sha(""), Content: badTest})}
+		replies["WO-03"] = append([]llmtest.Reply{bad}, replies["WO-03"]...)
+		f := newBuildFixture(t, chainPlan(""))
+		base := git(t, f.repo, "rev-parse", "HEAD")
+		routes := newRoutes(replies)
+		res := f.build(t, llmtest.StartRouted(t, routes.route).URL, "-j", jobs, "--json")
+		if res.code != ExitPass {
+			t.Fatalf("-j %s: exit %d\n%s", jobs, res.code, res.stderr)
+		}
+		if n := routes.count("WO-03"); n != 2 {
+			t.Errorf("-j %s: WO-03 asked %d times, want 2", jobs, n)
+		}
+		if jobs == "3" {
+			// Whether beta2 had started from beta1's first commit by then
+			// (and then runs again: "a work order it depends on ran
+			// again") is a matter of timing; the history is not.
+			if !strings.Contains(res.stderr, "WO-03: its checks fail (verify_failed) on the branch") {
+				t.Errorf("no recheck and rerun:\n%s", res.stderr)
+			}
+		}
+		checkClean(t, f.repo)
+		checkNoWorktree(t, f.repo)
+		trees = append(trees, firstParentTrees(t, f.repo, base))
+	}
+	if !slices.Equal(trees[0], trees[1]) {
+		t.Errorf("histories differ:\n-j 1: %q\n-j 3: %q", trees[0], trees[1])
+	}
+}
