@@ -388,3 +388,19 @@ func TestBuildParallelRecheck(t *testing.T) {
 		t.Errorf("histories differ:\n-j 1: %q\n-j 3: %q", trees[0], trees[1])
 	}
 }
+
+// -j below 1 is a usage error, and so is -j above 1 with --temporal: a
+// build on Temporal workers runs its orders one after the other.
+func TestBuildJobsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build", "-j", "0", "--plan", "p", "--repo", "r", "--out", "o", "--llm-model", "m"}, "--jobs must be at least 1"},
+		{[]string{"build", "--temporal", "127.0.0.1:1", "-j", "2", "--plan", "p", "--llm-model", "m"}, "--jobs 2 with --temporal"},
+	} {
+		if res := runFactory(t, nil, tc.args...); res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d saying %q\n%s", tc.args, res.code, ExitUsage, tc.want, res.stderr)
+		}
+	}
+}
