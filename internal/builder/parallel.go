@@ -130,14 +130,14 @@ func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[stri
 		if !integrating {
 			if j := nextIntegration(p.deps, p.st, p.stopping); j >= 0 {
 				p.st[j], integrating = stateIntegrating, true
-				d, tip, stale := p.done[j], p.tip, p.stale(j)
-				wg.Go(func() { events <- b.integrate(ctx, d, tip, stale) })
+				c, d, tip, stale := b.orderBuilder(j), p.done[j], p.tip, p.stale(j)
+				wg.Go(func() { events <- c.integrate(ctx, d, tip, stale) })
 			}
 		}
 		for _, j := range toStart(p.deps, p.st, b.o.Jobs, p.stopping) {
 			p.st[j] = stateRunning
-			chain := p.chainCommits(j)
-			wg.Go(func() { events <- b.runInWorktree(ctx, j, chain, "") })
+			c, chain := b.orderBuilder(j), p.chainCommits(j)
+			wg.Go(func() { events <- c.runInWorktree(ctx, j, chain, "") })
 		}
 		if !slices.ContainsFunc(p.st, func(s orderState) bool { return s == stateRunning || s == stateIntegrating }) {
 			break
@@ -149,8 +149,8 @@ func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[stri
 		case integrated:
 			integrating = false
 			if b.integrationDone(ctx, p, ev) {
-				j, tip := ev.j, p.tip
-				wg.Go(func() { events <- b.runInWorktree(ctx, j, nil, tip) })
+				c, j, tip := b.orderBuilder(ev.j), ev.j, p.tip
+				wg.Go(func() { events <- c.runInWorktree(ctx, j, nil, tip) })
 			}
 		}
 	}
@@ -205,10 +205,25 @@ func (b *builder) integrationDone(ctx context.Context, p *parallel, ev integrate
 	return false
 }
 
+// orderBuilder is the builder that runs or integrates order j in a
+// goroutine of its own: a copy of b, taken by runParallel's loop (b's only
+// writer), with a summary and spending of its own.
+func (b *builder) orderBuilder(j int) *builder {
+	c := *b
+	c.usage, c.sum.StoppedEarly = llm.Usage{}, ""
+	c.sum.WorkOrders = make([]WorkOrder, len(b.plan.WorkOrders))
+	c.sum.WorkOrders[j] = b.sum.WorkOrders[j]
+	if b.o.Meter != nil {
+		c.own = llm.NewMeter(b.o.Run.Model, b.o.Meter.Prices(), llm.Budget{})
+		c.o.Run.Model = c.own
+	}
+	return &c
+}
+
 // runInWorktree runs order j in a fresh worktree, as runOne runs an order
 // in the main work tree, and reports how it ended. It starts from the
 // build's base with the commits of chain applied (baseChain), or, run
-// again, from the branch's tip.
+// again, from the branch's tip. b is the order's (orderBuilder).
 func (b *builder) runInWorktree(ctx context.Context, j int, chain []string, tip string) orderDone {
 	wo := b.plan.WorkOrders[j]
 	d := orderDone{j: j, base: tip, chain: chain, line: WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}}
@@ -230,23 +245,17 @@ func (b *builder) runInWorktree(ctx context.Context, j int, chain []string, tip 
 		return d
 	}
 	d.wt = wt
-	c := *b
-	c.repo, c.clean, c.usage = wt, true, llm.Usage{}
-	c.sum.WorkOrders = slices.Clone(b.sum.WorkOrders)
-	c.sum.WorkOrders[j] = d.line
-	if b.o.Meter != nil {
-		c.own = llm.NewMeter(b.o.Run.Model, b.o.Meter.Prices(), llm.Budget{})
-		c.o.Run.Model = c.own
-	}
 	b.event(map[string]any{"event": "worktree", "wo": wo.ID, "dir": wt.Root, "base": d.base, "rerun": tip != ""})
-	d.err = c.runOne(ctx, j)
-	d.line, d.usage, d.commit, d.stoppedEarly = c.sum.WorkOrders[j], c.usage, c.sum.WorkOrders[j].Commit, c.sum.StoppedEarly
+	b.repo, b.clean, b.sum.WorkOrders[j] = wt, true, d.line
+	d.err = b.runOne(ctx, j)
+	d.line, d.usage, d.commit, d.stoppedEarly = b.sum.WorkOrders[j], b.usage, b.sum.WorkOrders[j].Commit, b.sum.StoppedEarly
 	return d
 }
 
 // integrate puts the passed order d.j onto the build branch at tip: its
 // own commit when it ran from tip, else its change replayed onto tip and
-// rechecked there. A stale order (parallel.stale) runs again instead.
+// rechecked there. A stale order (parallel.stale) runs again instead. b
+// is the order's (orderBuilder).
 func (b *builder) integrate(ctx context.Context, d orderDone, tip string, stale bool) integrated {
 	wo := b.plan.WorkOrders[d.j]
 	res := integrated{j: d.j, commit: d.commit}

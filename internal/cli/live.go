@@ -256,6 +256,7 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) 
 // even when the live view replaces the detailed ones: notes, warnings and
 // the build's own account of recovery and spending.
 type noteFilter struct {
+	mu      sync.Mutex // the work orders of a parallel build write at once
 	w       io.Writer
 	partial []byte
 }
@@ -263,6 +264,8 @@ type noteFilter struct {
 var notePrefixes = []string{"warning", "note:", "build:", "created repository"}
 
 func (f *noteFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.partial = append(f.partial, p...)
 	for {
 		i := bytes.IndexByte(f.partial, '\n')
