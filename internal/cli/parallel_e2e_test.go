@@ -213,6 +213,71 @@ func TestBuildParallelFailureThenResume(t *testing.T) {
 	checkNoWorktree(t, f.repo)
 }
 
+// newSlowChainFixture is chainPlan's fixture whose beta1 waits for the
+// file .git/test-release (release it with writeFiles). Confined commands
+// see the host's /tmp only in their work tree, and the git directory.
+func newSlowChainFixture(t *testing.T) *buildFixture {
+	f := newBuildFixture(t, chainPlan(""))
+	plan := chainPlan(filepath.Join(f.repo, ".git", "test-release"))
+	for _, wo := range plan["work_orders"].([]any) {
+		m := wo.(map[string]any)
+		data, _ := json.MarshalIndent(m, "", "  ")
+		writeFiles(t, f.plan, map[string]string{m["id"].(string) + ".json": string(data)})
+	}
+	manifest, _ := json.MarshalIndent(plan, "", "  ")
+	writeFiles(t, f.plan, map[string]string{"WORK_ORDERS_MANIFEST.json": string(manifest)})
+	return f
+}
+
+// waitForBeta1 waits until beta1's slow command runs in its worktree.
+func waitForBeta1(t *testing.T, f *buildFixture) {
+	t.Helper()
+	waitFor(t, "beta1's slow command", func() bool {
+		m, _ := filepath.Glob(filepath.Join(f.repo, ".git", "factory", "worktrees", "*", "WO-03", startedFile))
+		return len(m) == 1
+	})
+}
+
+// Ctrl-C in the middle of a parallel build: every running order rolls
+// back, the integrated ones stay, no worktree is left, exit 3; the same
+// command then finishes with the serial history.
+func TestBuildParallelInterrupted(t *testing.T) {
+	ref := newBuildFixture(t, chainPlan(""))
+	refBase := git(t, ref.repo, "rev-parse", "HEAD")
+	if res := ref.build(t, llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL); res.code != ExitPass {
+		t.Fatalf("reference: exit %d\n%s", res.code, res.stderr)
+	}
+	f := newSlowChainFixture(t)
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	url := llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL
+	cmd := factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(url, "-j", "3")...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForBeta1(t, f)
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != ExitInternal {
+		t.Fatalf("exit %d, want %d\n%s", code, ExitInternal, stderr.String())
+	}
+	checkClean(t, f.repo)
+	checkNoWorktree(t, f.repo)
+	if got := git(t, f.repo, "branch", "--show-current"); !strings.HasPrefix(got, "factory/") {
+		t.Errorf("on branch %q after the interrupt, want the build's", got)
+	}
+	writeFiles(t, f.repo, map[string]string{".git/test-release": ""})
+	if res := f.build(t, url, "-j", "3"); res.code != ExitPass {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	if got, want := firstParentTrees(t, f.repo, base), firstParentTrees(t, ref.repo, refBase); !slices.Equal(got, want) {
+		t.Errorf("history after the interrupt:\n%q\nwant\n%q", got, want)
+	}
+	checkClean(t, f.repo)
+	checkNoWorktree(t, f.repo)
+}
+
 // TestBuildParallelKilled: SIGKILL while beta1's command runs in its
 // worktree and other orders run or wait; the same command (or factory
 // recover first) then removes the worktrees, finishes, and leaves the
@@ -226,17 +291,7 @@ func TestBuildParallelKilled(t *testing.T) {
 	want := firstParentTrees(t, ref.repo, refBase)
 	for _, via := range []string{"build", "recover"} {
 		t.Run(via, func(t *testing.T) {
-			// Confined commands see the host's /tmp only in their work tree,
-			// and the git directory: the release file is there.
-			f := newBuildFixture(t, chainPlan(""))
-			release := filepath.Join(f.repo, ".git", "test-release")
-			for _, wo := range chainPlan(release)["work_orders"].([]any) {
-				m := wo.(map[string]any)
-				data, _ := json.MarshalIndent(m, "", "  ")
-				writeFiles(t, f.plan, map[string]string{m["id"].(string) + ".json": string(data)})
-			}
-			manifest, _ := json.MarshalIndent(chainPlan(release), "", "  ")
-			writeFiles(t, f.plan, map[string]string{"WORK_ORDERS_MANIFEST.json": string(manifest)})
+			f := newSlowChainFixture(t)
 			base := git(t, f.repo, "rev-parse", "HEAD")
 			url := llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL
 			b := &startedBuild{cmd: factoryCmd(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), f.args(url, "-j", "3")...), done: make(chan struct{})}
@@ -245,10 +300,7 @@ func TestBuildParallelKilled(t *testing.T) {
 			}
 			go func() { b.cmd.Wait(); close(b.done) }()
 			t.Cleanup(func() { b.cmd.Process.Kill(); <-b.done })
-			waitFor(t, "beta1's slow command", func() bool {
-				m, _ := filepath.Glob(filepath.Join(f.repo, ".git", "factory", "worktrees", "*", "WO-03", startedFile))
-				return len(m) == 1
-			})
+			waitForBeta1(t, f)
 			b.cmd.Process.Kill()
 			<-b.done
 			// A child the build was starting at that moment holds its
