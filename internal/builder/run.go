@@ -54,7 +54,7 @@ func (b *builder) runAll(ctx context.Context) error {
 		b.sum.WorkOrders = append(b.sum.WorkOrders, line)
 	}
 	b.progress("build %s on branch %s: %d work orders, %d already committed", b.sum.PlanHash, b.sum.Branch, len(b.plan.WorkOrders), len(passed))
-	if deps := Dependencies(b.plan); b.o.Jobs > 1 && Concurrent(deps) {
+	if deps := b.parallelDeps(); deps != nil {
 		err := b.runParallel(ctx, deps, passed)
 		b.sum.Verdict = VerdictPass
 		if err != nil {
@@ -81,6 +81,19 @@ func (b *builder) runAll(ctx context.Context) error {
 	}
 	b.sum.Verdict = VerdictPass
 	b.progress("build %s: PASS, %d work orders committed on %s", b.sum.PlanHash, len(b.plan.WorkOrders), b.sum.Branch)
+	return nil
+}
+
+// parallelDeps is the plan's dependency graph when the build runs its
+// work orders in parallel: with Jobs above 1 and two orders that can run
+// at once; else nil, and the build runs them one after the other.
+func (b *builder) parallelDeps() [][]int {
+	if b.o.Jobs <= 1 {
+		return nil
+	}
+	if deps := Dependencies(b.plan); Concurrent(deps) {
+		return deps
+	}
 	return nil
 }
 
