@@ -387,9 +387,12 @@ func (b *builder) dependsOn(deps [][]int) map[string][]string {
 // RecoverWorktrees undoes what a parallel build killed in the middle left
 // in repo's worktrees (gitws.Repo.Worktrees): in each, the command still
 // running is killed and the attempt rolled back from its journal, as in
-// the main work tree; then the worktree is removed. The caller holds the
-// repository lock.
+// the main work tree; then the worktree is removed, and so is the scratch
+// of a replay cut short. The caller holds the repository lock.
 func RecoverWorktrees(ctx context.Context, repo *gitws.Repo, progress io.Writer) error {
+	if err := repo.RemoveScratch(); err != nil {
+		return err
+	}
 	dirs, err := repo.Worktrees()
 	if err != nil {
 		return err

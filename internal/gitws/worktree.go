@@ -100,6 +100,23 @@ func (r *Repo) Worktrees() ([]string, error) {
 	return dirs, nil
 }
 
+// replayScratch is the prefix of Replay's scratch directories in the
+// common git directory's factory/.
+const replayScratch = "replay-"
+
+// RemoveScratch removes the scratch directories of a Replay that was
+// killed before it could remove them.
+func (r *Repo) RemoveScratch() error {
+	dirs, err := filepath.Glob(filepath.Join(r.CommonDir, FactoryDirName, replayScratch+"*"))
+	for _, d := range dirs {
+		err = errors.Join(err, os.RemoveAll(d))
+	}
+	if err != nil {
+		return fmt.Errorf("remove what an interrupted replay left: %w", err)
+	}
+	return nil
+}
+
 // RemoveWorktreesDir removes WorktreesDir("") once it is empty.
 func (r *Repo) RemoveWorktreesDir() {
 	root := r.WorktreesDir("")
@@ -208,7 +225,7 @@ func (r *Repo) Replay(ctx context.Context, commit, onto string) (string, error) 
 	if err := os.MkdirAll(filepath.Join(r.CommonDir, FactoryDirName), 0o755); err != nil {
 		return fail(err)
 	}
-	scratch, err := os.MkdirTemp(filepath.Join(r.CommonDir, FactoryDirName), "replay-")
+	scratch, err := os.MkdirTemp(filepath.Join(r.CommonDir, FactoryDirName), replayScratch)
 	if err != nil {
 		return fail(err)
 	}

@@ -113,4 +113,12 @@ func TestWorktrees(t *testing.T) {
 	if branches := git(t, root, "branch", "--format=%(refname:short)"); branches != "main" {
 		t.Errorf("branches: %q", branches)
 	}
+	// A replay killed half-way leaves its scratch; RemoveScratch takes it.
+	writeFile(t, root, ".git/factory/replay-123/index", "x")
+	if err := r.RemoveScratch(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, ".git", "factory", "replay-123")); err == nil {
+		t.Errorf("replay scratch left")
+	}
 }
