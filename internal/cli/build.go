@@ -128,8 +128,13 @@ func (o *buildOptions) checkPlannerFlags(cmd *cobra.Command) error {
 }
 
 func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
-	if o.jobs < 1 {
+	switch {
+	case o.jobs < 1:
 		return usagef("--jobs must be at least 1, got %d", o.jobs)
+	case o.jobs > 1 && (o.run.record != "" || o.run.replay != ""):
+		// A transcript holds the calls in the order they were made, and
+		// the work orders of a parallel build call in no fixed order.
+		return usagef("--jobs %d with --record or --replay: a transcript is replayed in the order its calls were made, which a parallel build does not fix; record and replay with --jobs 1", o.jobs)
 	}
 	if o.temporal.hostPort != "" {
 		if o.jobs > 1 {
