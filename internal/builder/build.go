@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
@@ -85,6 +86,11 @@ type Options struct {
 	// key with the user's.
 	CacheKey string
 
+	// Jobs is how many work orders may run at the same time, each in a
+	// worktree of its own (see parallel.go); 0 and 1 run them one after
+	// the other in the repository's work tree.
+	Jobs int
+
 	// Progress receives one line per transition; nil is quiet.
 	Progress io.Writer
 	// OnUpdate, when set, receives each change of state, for a live view.
@@ -142,6 +148,9 @@ type WorkOrder struct {
 	CacheWriteTokens  int64  `json:"cache_write_tokens"`
 	RunDir            string `json:"run_dir,omitempty"`
 	BriefPath         string `json:"failure_brief,omitempty"`
+	// DependsOn lists the earlier work orders this one depends on
+	// (Dependencies): a parallel build starts it once they are committed.
+	DependsOn []string `json:"depends_on,omitempty"`
 }
 
 // Work order outcomes.
@@ -164,6 +173,9 @@ type builder struct {
 	clean    bool      // the work tree was seen clean and has not changed since
 	usage    llm.Usage // summed from the planner and the runs, when Meter is nil
 	progress func(format string, args ...any)
+	own      *llm.Meter // a parallel build's work order: its own calls (see orderSpent)
+	// worktrees serializes a parallel build's git worktree add and remove.
+	worktrees *sync.Mutex
 }
 
 // Run builds. The summary is returned (and written to the build directory
@@ -325,6 +337,9 @@ func (b *builder) openRepo(ctx context.Context) (created bool, err error) {
 // middle of an attempt, or inside one of its git steps; a journal someone
 // else left is refused.
 func (b *builder) recover(ctx context.Context) error {
+	if err := RecoverWorktrees(ctx, b.repo, b.o.Progress); err != nil {
+		return err
+	}
 	tool, found, err := factory.JournalTool(b.repo)
 	if err != nil {
 		return refusef("repository %s: %v", b.repo.Root, err)

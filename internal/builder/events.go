@@ -25,12 +25,25 @@ func (s Spend) CacheHitRate() float64 {
 
 func (b *builder) spent() Spend {
 	if b.o.Meter != nil {
-		t := b.o.Meter.Snapshot()
-		return Spend{Tokens: t.TotalTokens, CostUSD: t.Cost(), InputTokens: t.PromptTokens,
-			CachedInputTokens: t.CachedInputTokens, CacheWriteTokens: t.CacheWriteTokens}
+		return tallySpend(b.o.Meter.Snapshot())
 	}
 	u := b.usage
 	return Spend{Tokens: u.TotalTokens, InputTokens: u.PromptTokens, CachedInputTokens: u.CachedInputTokens, CacheWriteTokens: u.CacheWriteTokens}
+}
+
+// orderSpent is what the work orders this builder runs have spent: in a
+// parallel build, one work order's own meter (others spend at the same
+// time); else the build's.
+func (b *builder) orderSpent() Spend {
+	if b.own != nil {
+		return tallySpend(b.own.Snapshot())
+	}
+	return b.spent()
+}
+
+func tallySpend(t llm.Tally) Spend {
+	return Spend{Tokens: t.TotalTokens, CostUSD: t.Cost(), InputTokens: t.PromptTokens,
+		CachedInputTokens: t.CachedInputTokens, CacheWriteTokens: t.CacheWriteTokens}
 }
 
 // delta is what a work order cost: the difference of two Spends.

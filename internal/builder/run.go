@@ -54,6 +54,19 @@ func (b *builder) runAll(ctx context.Context) error {
 		b.sum.WorkOrders = append(b.sum.WorkOrders, line)
 	}
 	b.progress("build %s on branch %s: %d work orders, %d already committed", b.sum.PlanHash, b.sum.Branch, len(b.plan.WorkOrders), len(passed))
+	if deps := b.parallelDeps(); deps != nil {
+		err := b.runParallel(ctx, deps, passed)
+		b.sum.Verdict = VerdictPass
+		if err != nil {
+			b.sum.Verdict = verdictOf(err)
+			if errors.Is(err, errWorkOrderFailed) {
+				return nil
+			}
+			return err
+		}
+		b.progress("build %s: PASS, %d work orders committed on %s", b.sum.PlanHash, len(b.plan.WorkOrders), b.sum.Branch)
+		return nil
+	}
 	for i := range b.plan.WorkOrders {
 		if b.sum.WorkOrders[i].Outcome == OutcomePassed {
 			continue
@@ -68,6 +81,19 @@ func (b *builder) runAll(ctx context.Context) error {
 	}
 	b.sum.Verdict = VerdictPass
 	b.progress("build %s: PASS, %d work orders committed on %s", b.sum.PlanHash, len(b.plan.WorkOrders), b.sum.Branch)
+	return nil
+}
+
+// parallelDeps is the plan's dependency graph when the build runs its
+// work orders in parallel: with Jobs above 1 and two orders that can run
+// at once; else nil, and the build runs them one after the other.
+func (b *builder) parallelDeps() [][]int {
+	if b.o.Jobs <= 1 {
+		return nil
+	}
+	if deps := Dependencies(b.plan); Concurrent(deps) {
+		return deps
+	}
 	return nil
 }
 
@@ -237,7 +263,7 @@ func (b *builder) runOne(ctx context.Context, i int) error {
 func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	wo := b.plan.WorkOrders[i]
 	line := &b.sum.WorkOrders[i]
-	before := b.spent()
+	before := b.orderSpent()
 	opts := b.o.Run
 	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = b.repo.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
 	opts.KeepJournal = true // until the commit is made: see commit
@@ -265,7 +291,7 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	}
 	res, runErr := run.Execute(ctx)
 	line.Attempts, line.RunDir = res.Attempts, res.RunDir
-	after := b.spent()
+	after := b.orderSpent()
 	line.Tokens, line.CostUSD = delta(before, after)
 	line.CachedInputTokens = after.CachedInputTokens - before.CachedInputTokens
 	line.CacheWriteTokens = after.CacheWriteTokens - before.CacheWriteTokens

@@ -81,7 +81,8 @@ func ReadStatus(ctx context.Context, repoDir string) (*Status, error) {
 		}
 	}
 	st.Complete = true
-	for _, wo := range res.Manifest.WorkOrders {
+	deps := Dependencies(res.Manifest)
+	for j, wo := range res.Manifest.WorkOrders {
 		line := WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}
 		if c, ok := passed[wo.ID]; ok {
 			line.Outcome, line.Commit = OutcomePassed, c
@@ -97,6 +98,9 @@ func ReadStatus(ctx context.Context, repoDir string) (*Status, error) {
 					}
 				}
 			}
+		}
+		for _, i := range deps[j] {
+			line.DependsOn = append(line.DependsOn, res.Manifest.WorkOrders[i].ID)
 		}
 		st.WorkOrders = append(st.WorkOrders, line)
 	}

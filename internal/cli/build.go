@@ -30,6 +30,7 @@ type buildOptions struct {
 	planMaxAttempts       int
 	review, resetBudget   bool
 	verbose               bool
+	jobs                  int
 	maxWaitSeconds        int
 	pollInterval, backoff time.Duration
 	temporal              buildTemporalFlags // --temporal: on workers (temporal.go)
@@ -54,6 +55,13 @@ work order runs as 'factory run' would; on PASS the files it wrote are committed
 ("factory: WO-NN <title>" with Factory-Work-Order, Factory-Run-Id and Factory-Plan
 trailers) and what the commands left behind is removed. The build stops at the first
 FAIL with the repository back at the last commit.
+
+-j N runs up to N work orders at once, each in a worktree of its own under the git
+directory, started from the commit holding the earlier orders it depends on (derived
+from the plan's files and commands; 'factory status' shows them), and puts their
+commits on the branch in plan order: the history, and commit by commit the trees, of
+a serial build. An order whose commit is applied on top of orders it did not see is
+checked again there, and run again if the checks fail (see docs/build.md).
 
 Running the same command again resumes at the first work order without a commit on
 the branch (progress is read from the commits, never from a side file). The
@@ -86,6 +94,7 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.Lookup("max-attempts").Usage = "attempts per work order before the build stops (two identical failures in a row stop it earlier)"
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "on a terminal, print every step instead of one live line per work order")
+	f.IntVarP(&o.jobs, "jobs", "j", 1, "work orders run at the same time, each in a worktree of its own, integrated in plan order (see docs/build.md); 1 runs them one after the other")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	addPlannerFlags(f, o)
 	o.temporal.add(f)
@@ -119,7 +128,18 @@ func (o *buildOptions) checkPlannerFlags(cmd *cobra.Command) error {
 }
 
 func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
+	switch {
+	case o.jobs < 1:
+		return usagef("--jobs must be at least 1, got %d", o.jobs)
+	case o.jobs > 1 && (o.run.record != "" || o.run.replay != ""):
+		// A transcript holds the calls in the order they were made, and
+		// the work orders of a parallel build call in no fixed order.
+		return usagef("--jobs %d with --record or --replay: a transcript is replayed in the order its calls were made, which a parallel build does not fix; record and replay with --jobs 1", o.jobs)
+	}
 	if o.temporal.hostPort != "" {
+		if o.jobs > 1 {
+			return usagef("--jobs %d with --temporal: a build on Temporal workers runs its work orders one after the other; drop --jobs, or build locally with it", o.jobs)
+		}
 		if err := o.checkPlannerFlags(cmd); err != nil {
 			return err
 		}
@@ -154,7 +174,7 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	}
 	bo := o.builderOptions(tmpl, attempt, seModel, plannerModel, meter)
 	bo.SpecPath, bo.PlanDir, bo.Repo, bo.Out, bo.Branch = o.spec, o.plan, o.run.repo, o.run.out, o.branch
-	bo.ResetBudget = o.resetBudget
+	bo.ResetBudget, bo.Jobs = o.resetBudget, o.jobs
 	var view *liveView
 	if width, ok := o.liveTerminal(env); ok {
 		view = newLiveView(env.Stderr, width)

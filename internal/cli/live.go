@@ -29,27 +29,32 @@ func stderrTerminalWidth() (int, bool) {
 	return cols, true
 }
 
-// liveView draws a build on a terminal: one line per work order, redrawn
-// in place while it runs (spinner, elapsed time, the node or command
-// running, the build's tokens and cost so far) and left as a final line
-// when it ends. Lines written to it (notes and warnings) are printed above
-// the live line.
+// liveView draws a build on a terminal: one line per running work order
+// (several in a parallel build), redrawn in place while it runs (spinner,
+// elapsed time, the node or command running, the build's tokens and cost
+// so far) and left as a final line when it ends. Lines written to it
+// (notes and warnings) are printed above the live lines.
 type liveView struct {
 	mu    sync.Mutex
 	w     io.Writer
 	width func() int
 	now   func() time.Time
 
-	cur      *builder.Update // the running work order or planning; nil between
-	started  time.Time       // of cur's work order (or planning)
-	since    time.Time       // of cur's node or command
-	attempts int
-	frame    int
-	drawn    bool // a live line is on screen
+	lines []*liveLine // running, in the order they started
+	frame int
+	drawn int // live lines on screen
 
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+}
+
+// liveLine is one running work order, or planning.
+type liveLine struct {
+	u        builder.Update
+	started  time.Time // of its work order (or planning)
+	since    time.Time // of its node or command
+	attempts int
 }
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -85,26 +90,37 @@ func (v *liveView) Update(u builder.Update) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	now := v.now()
-	if v.cur == nil || v.cur.WO != u.WO || v.cur.Planning != u.Planning {
-		v.started, v.attempts = now, 0
+	if !u.Planning { // planning is over
+		v.lines = slices.DeleteFunc(v.lines, func(x *liveLine) bool { return x.u.Planning })
 	}
-	if u.Attempt > v.attempts {
-		v.attempts = u.Attempt
+	var l *liveLine
+	for _, x := range v.lines {
+		if x.u.Planning == u.Planning && x.u.WO == u.WO {
+			l = x
+		}
+	}
+	if l == nil {
+		l = &liveLine{started: now, since: now}
+		v.lines = append(v.lines, l)
+	}
+	if u.Attempt > l.attempts {
+		l.attempts = u.Attempt
 	}
 	if u.Done {
 		v.clear()
-		fmt.Fprintln(v.w, v.fit(v.finalLine(u, now.Sub(v.started))))
-		v.cur = nil
+		fmt.Fprintln(v.w, v.fit(v.finalLine(u, l.attempts, now.Sub(l.started))))
+		v.lines = slices.DeleteFunc(v.lines, func(x *liveLine) bool { return x == l })
+		v.draw()
 		return
 	}
-	if v.cur == nil || v.cur.Node != u.Node || !slices.Equal(v.cur.Command, u.Command) {
-		v.since = now
+	if l.u.Node != u.Node || !slices.Equal(l.u.Command, u.Command) {
+		l.since = now
 	}
-	v.cur = &u
+	l.u = u
 	v.draw()
 }
 
-// Write prints whole lines above the live line.
+// Write prints whole lines above the live lines.
 func (v *liveView) Write(p []byte) (int, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -114,7 +130,7 @@ func (v *liveView) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close stops redrawing and erases the live line. A nil view, or one
+// Close stops redrawing and erases the live lines. A nil view, or one
 // already closed, does nothing.
 func (v *liveView) Close() {
 	if v == nil {
@@ -129,33 +145,58 @@ func (v *liveView) Close() {
 	})
 }
 
-func (v *liveView) clear() {
-	if v.drawn {
-		io.WriteString(v.w, clearLine)
-		v.drawn = false
+// cursorUp moves the cursor to the line above.
+const cursorUp = "\x1b[1A"
+
+// erase erases the live lines on screen, leaving the cursor at the start
+// of the first.
+func (v *liveView) erase() string {
+	if v.drawn == 0 {
+		return ""
 	}
+	return clearLine + strings.Repeat(cursorUp+clearLine, v.drawn-1)
 }
 
+func (v *liveView) clear() {
+	io.WriteString(v.w, v.erase())
+	v.drawn = 0
+}
+
+// draw redraws the live lines in place.
 func (v *liveView) draw() {
-	if v.cur == nil {
+	if len(v.lines) == 0 {
 		return
 	}
 	now := v.now()
-	u := v.cur
+	var b strings.Builder
+	if v.drawn > 1 {
+		b.WriteString(v.erase())
+	}
+	for i, l := range v.lines {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(clearLine + v.fit(v.liveText(l, now)))
+	}
+	io.WriteString(v.w, b.String())
+	v.drawn = len(v.lines)
+}
+
+// liveText is l's live line.
+func (v *liveView) liveText(l *liveLine, now time.Time) string {
+	u := &l.u
 	var what string
 	switch {
 	case u.Planning:
 		what = "planning"
 	case len(u.Command) > 0:
-		what = fmt.Sprintf("attempt %d · %s: %s %s", v.attempts, u.Node, strings.Join(u.Command, " "), seconds(now.Sub(v.since)))
+		what = fmt.Sprintf("attempt %d · %s: %s %s", l.attempts, u.Node, strings.Join(u.Command, " "), seconds(now.Sub(l.since)))
 	case u.Node != "":
-		what = fmt.Sprintf("attempt %d · %s", v.attempts, nodeActivity[u.Node])
+		what = fmt.Sprintf("attempt %d · %s", l.attempts, nodeActivity[u.Node])
 	default:
-		what = fmt.Sprintf("attempt %d", v.attempts)
+		what = fmt.Sprintf("attempt %d", l.attempts)
 	}
-	line := fmt.Sprintf("%s %s · %s · %s · %s", spinner[v.frame%len(spinner)], v.label(u), what, seconds(now.Sub(v.started)), spendText(u.Spend))
-	io.WriteString(v.w, clearLine+v.fit(line))
-	v.drawn = true
+	return fmt.Sprintf("%s %s · %s · %s · %s", spinner[v.frame%len(spinner)], v.label(u), what, seconds(now.Sub(l.started)), spendText(u.Spend))
 }
 
 var nodeActivity = map[string]string{
@@ -172,7 +213,7 @@ func (v *liveView) label(u *builder.Update) string {
 	return fmt.Sprintf("%s %d/%d %s", u.WO, u.Index, u.Total, u.Title)
 }
 
-func (v *liveView) finalLine(u builder.Update, took time.Duration) string {
+func (v *liveView) finalLine(u builder.Update, attempts int, took time.Duration) string {
 	mark, verdict := "✗", u.Verdict
 	switch {
 	case u.Verdict == builder.VerdictPass:
@@ -180,7 +221,7 @@ func (v *liveView) finalLine(u builder.Update, took time.Duration) string {
 	case u.Stage != "":
 		verdict += " (" + u.Stage + ")"
 	}
-	line := fmt.Sprintf("%s %s · %s · %s · %s", mark, v.label(&u), verdict, seconds(took), plural(v.attempts, "attempt"))
+	line := fmt.Sprintf("%s %s · %s · %s · %s", mark, v.label(&u), verdict, seconds(took), plural(attempts, "attempt"))
 	if u.Commit != "" {
 		line += " · " + gitws.ShortHash(u.Commit)
 	}
@@ -215,6 +256,7 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) 
 // even when the live view replaces the detailed ones: notes, warnings and
 // the build's own account of recovery and spending.
 type noteFilter struct {
+	mu      sync.Mutex // the work orders of a parallel build write at once
 	w       io.Writer
 	partial []byte
 }
@@ -222,6 +264,8 @@ type noteFilter struct {
 var notePrefixes = []string{"warning", "note:", "build:", "created repository"}
 
 func (f *noteFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.partial = append(f.partial, p...)
 	for {
 		i := bytes.IndexByte(f.partial, '\n')

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 )
@@ -121,6 +122,9 @@ func recoverRepo(ctx context.Context, dir string, progress io.Writer) (factory.R
 		return factory.RecoverResult{}, usagef("repository %s: %v", repo.Root, err)
 	}
 	defer lock.Unlock()
+	if err := builder.RecoverWorktrees(ctx, repo, progress); err != nil {
+		return factory.RecoverResult{}, err
+	}
 	_, found, err := factory.JournalTool(repo)
 	if err != nil {
 		return factory.RecoverResult{}, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -80,6 +81,9 @@ func printStatus(env Env, st *builder.Status) {
 			passed++
 		}
 		fmt.Fprintf(env.Stdout, "  %s\n", workOrderLine(w))
+		if len(w.DependsOn) > 0 {
+			fmt.Fprintf(env.Stdout, "         after %s\n", strings.Join(w.DependsOn, ", "))
+		}
 	}
 	state := "in progress"
 	if st.Complete {

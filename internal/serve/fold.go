@@ -33,11 +33,14 @@ type buildFold struct {
 }
 
 type woFold struct {
-	ID       string
-	Verdict  string // PASS, FAIL, BUDGET, ERROR; "" while it runs
-	Stage    string
-	Commit   string
-	Attempts []*attemptFold
+	ID      string
+	Verdict string // PASS, FAIL, BUDGET, ERROR; "" while it runs
+	Stage   string
+	Commit  string
+	// Started and Ended are when its latest run started and ended: in a
+	// parallel build (factory build -j) they show which ran at once.
+	Started, Ended time.Time
+	Attempts       []*attemptFold
 }
 
 type attemptFold struct {
@@ -110,6 +113,7 @@ func (f *buildFold) apply(e Event) {
 	case "wo_start":
 		w := f.wo(e.WO) // a new run of it: the timeline shows the latest
 		w.Verdict, w.Stage, w.Attempts = "", "", nil
+		w.Started, w.Ended = e.Time(), time.Time{}
 	case "node":
 		a := f.wo(e.WO).attempt(e.Attempt)
 		if len(a.Nodes) >= maxNodes {
@@ -130,7 +134,9 @@ func (f *buildFold) apply(e Event) {
 		}
 	case "wo_end":
 		w := f.wo(e.WO)
-		w.Verdict, w.Stage, w.Commit = e.Verdict, e.Stage, e.Commit
+		w.Verdict, w.Stage, w.Commit, w.Ended = e.Verdict, e.Stage, e.Commit, e.Time()
+	case "integrate": // a parallel build put it on the branch: that commit
+		f.wo(e.WO).Commit = e.Commit
 	case "build_end":
 		f.Ended, f.Verdict = true, e.Verdict
 	}

@@ -77,6 +77,11 @@ type WOView struct {
 	DiffNote    string       `json:"diff_note,omitempty"`
 	Runs        []RunSummary `json:"runs"`
 	Timeline    []AttemptTL  `json:"timeline"`
+	// StartedS and EndedS are when its latest run started and ended, in
+	// seconds since the build started (EndedS 0 while it runs): the orders
+	// of a parallel build that ran at the same time overlap.
+	StartedS float64 `json:"started_s,omitempty"`
+	EndedS   float64 `json:"ended_s,omitempty"`
 }
 
 // RunSummary is one run directory of a work order.
@@ -265,6 +270,12 @@ func (s *Server) woView(ctx context.Context, src *source, o int, hash, id string
 	for _, f := range fold.WOs {
 		if f.ID != id {
 			continue
+		}
+		if !f.Started.IsZero() {
+			w.StartedS = f.Started.Sub(fold.Start).Seconds()
+		}
+		if !f.Ended.IsZero() {
+			w.EndedS = f.Ended.Sub(fold.Start).Seconds()
 		}
 		switch {
 		case f.Verdict != "":
