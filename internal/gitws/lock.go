@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,7 +52,8 @@ func (r *Repo) Lock() (*Lock, error) {
 	// A holder removes the file as it unlocks; a lock taken on the removed
 	// file would exclude no one, so retry until the locked file is the one
 	// at p.
-	for range 100 {
+	deadWaits := 0
+	for range 100 + maxDeadWaits {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("lock repository: %w", err)
 		}
@@ -73,6 +75,16 @@ func (r *Repo) Lock() (*Lock, error) {
 				if err != nil || pid <= 0 {
 					pid = 0 // Atoi gives the largest int for a number out of range
 				}
+				// A holder killed a moment ago keeps the lock until a child it was
+				// starting has exec'd or exited (its copy of the descriptor goes
+				// then): milliseconds, worth waiting for rather than refusing the
+				// rerun that follows the kill.
+				if pid > 0 && !processAlive(pid) && deadWaits < maxDeadWaits {
+					deadWaits++
+					f.Close()
+					time.Sleep(deadWait)
+					continue
+				}
 				return nil, &LockedError{Path: p, PID: pid}
 			}
 			return nil, fmt.Errorf("lock repository %s: %w", p, err)
@@ -89,6 +101,18 @@ func (r *Repo) Lock() (*Lock, error) {
 		return &Lock{f: f, path: p}, nil
 	}
 	return nil, fmt.Errorf("lock repository: %s keeps changing under us", p)
+}
+
+// How long Lock waits for a dead holder's lock to go: 3 s in all.
+const (
+	deadWait     = 20 * time.Millisecond
+	maxDeadWaits = 150
+)
+
+// processAlive reports whether a process with this pid exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // Unlock removes the lock file and the factory directory if nothing else
@@ -130,8 +154,7 @@ func (r *Repo) LockHolder() (pid int, held bool) {
 	if pid <= 0 {
 		return 0, false
 	}
-	err = syscall.Kill(pid, 0)
-	return pid, err == nil || errors.Is(err, syscall.EPERM)
+	return pid, processAlive(pid)
 }
 
 // flockedInode reports whether the /proc/locks table lists an FLOCK on
