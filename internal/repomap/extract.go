@@ -1,0 +1,263 @@
+package repomap
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// Def is one definition: a function, type, class, method, constant.
+type Def struct {
+	Name   string `json:"name"`
+	Parent string `json:"parent,omitempty"` // the enclosing type or class; "" at top level
+	Kind   string `json:"kind"`
+	Line   int    `json:"line"` // 1-based
+	Depth  int    `json:"depth,omitempty"`
+	Sig    string `json:"sig"` // the definition up to its body, on one line
+}
+
+// Ref is an identifier a file uses and how often.
+type Ref struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+const (
+	maxSigBytes   = 200 // a longer signature is cut (parameter lists of generated code)
+	maxValueBytes = 40  // a longer constant value is left out of its signature
+	maxDepth      = 3   // nesting shown: a method of a class inside a namespace inside a module
+	maxDefs       = 2000
+)
+
+// parsers holds one tree-sitter parser per grammar for one goroutine
+// (a parser is not safe for concurrent use).
+type parsers map[*grammar]*sitter.Parser
+
+func (ps parsers) get(g *grammar) *sitter.Parser {
+	p := ps[g]
+	if p == nil {
+		p = sitter.NewParser()
+		p.SetLanguage(g.lang())
+		ps[g] = p
+	}
+	return p
+}
+
+func (ps parsers) close() {
+	for _, p := range ps {
+		p.Close()
+	}
+}
+
+// extract parses src with g and returns its definitions in source order.
+// Syntax errors are not failures: tree-sitter recovers, and what it
+// recovered is extracted (ERROR nodes are looked through).
+func extract(ctx context.Context, ps parsers, g *grammar, src []byte) ([]Def, error) {
+	tree, err := ps.get(g).ParseCtx(ctx, nil, src)
+	if err != nil {
+		return nil, fmt.Errorf("parse as %s: %w", g.name, err)
+	}
+	defer tree.Close()
+	x := extractor{g: g, src: src}
+	x.walk(tree.RootNode(), "", 0)
+	return x.defs, nil
+}
+
+type extractor struct {
+	g    *grammar
+	src  []byte
+	defs []Def
+}
+
+func (x *extractor) walk(n *sitter.Node, parent string, depth int) {
+	for i := 0; i < int(n.NamedChildCount()) && len(x.defs) < maxDefs; i++ {
+		c := n.NamedChild(i)
+		t := c.Type()
+		if kind, ok := x.g.defs[t]; ok {
+			x.def(c, t, kind, parent, depth)
+			continue
+		}
+		if x.g.wrappers[t] {
+			x.walk(c, parent, depth)
+		}
+	}
+}
+
+// def records definition node n of type t, then the definitions in its
+// body when its kind has members.
+func (x *extractor) def(n *sitter.Node, t, kind, parent string, depth int) {
+	body := n.ChildByFieldName("body")
+	name := ""
+	switch t {
+	case "declaration", "field_declaration", "type_definition":
+		// C/C++: a prototype is a declaration whose declarator is a function;
+		// a struct defined inside a declaration or typedef is a definition
+		// of its own.
+		if ty := n.ChildByFieldName("type"); ty != nil && ty.ChildByFieldName("body") != nil {
+			if k, ok := x.g.defs[ty.Type()]; ok {
+				x.def(ty, ty.Type(), k, parent, depth)
+			}
+		}
+		decl := n.ChildByFieldName("declarator")
+		if decl == nil {
+			return
+		}
+		if t == "type_definition" {
+			kind, name = "typedef", declName(decl, x.src)
+			break
+		}
+		if !isFunctionDeclarator(decl) {
+			return
+		}
+		name = declName(decl, x.src)
+	case "function_definition":
+		if d := n.ChildByFieldName("declarator"); d != nil {
+			name = declName(d, x.src)
+		} else {
+			name = x.text(n.ChildByFieldName("name"))
+		}
+	case "impl_item":
+		name = x.text(n.ChildByFieldName("type"))
+	case "method_declaration":
+		name = x.text(n.ChildByFieldName("name"))
+		if x.g == goGrammar {
+			parent = receiverType(n.ChildByFieldName("receiver"), x.src)
+			depth = 0
+		}
+	case "variable_declarator":
+		// A top-level constant or variable; a function value shows its
+		// parameters.
+		name = x.text(n.ChildByFieldName("name"))
+		if v := n.ChildByFieldName("value"); v != nil {
+			switch v.Type() {
+			case "arrow_function", "function", "function_expression", "generator_function":
+				kind = "function"
+				body = v.ChildByFieldName("body")
+			case "class":
+				kind = "class"
+				body = v.ChildByFieldName("body")
+			default:
+				body = v
+			}
+		}
+		if p := n.Parent(); p != nil && (p.Type() == "lexical_declaration" || p.Type() == "variable_declaration") {
+			n = p // the signature starts at const/let/var
+		}
+	case "type_spec", "type_alias":
+		if ty := n.ChildByFieldName("type"); ty != nil && (ty.Type() == "struct_type" || ty.Type() == "interface_type") {
+			body = ty
+		}
+		name = x.text(n.ChildByFieldName("name"))
+	case "const_spec", "var_spec":
+		name = x.text(n.ChildByFieldName("name"))
+		if v := n.ChildByFieldName("value"); v != nil && v.EndByte()-v.StartByte() > maxValueBytes {
+			body = v
+		}
+	default:
+		name = x.text(n.ChildByFieldName("name"))
+	}
+	if name == "" {
+		return
+	}
+	sig := x.signature(n, body)
+	if x.g == goGrammar && (kind == "type" || kind == "const" || kind == "var") {
+		sig = kind + " " + sig // the keyword belongs to the enclosing declaration
+	}
+	x.defs = append(x.defs, Def{Name: name, Parent: parent, Kind: kind, Line: int(n.StartPoint().Row) + 1, Depth: depth, Sig: sig})
+	if body != nil && x.g.members[kind] && depth+1 < maxDepth {
+		x.walk(body, qualify(parent, name), depth+1)
+	}
+}
+
+func qualify(parent, name string) string {
+	if parent == "" {
+		return name
+	}
+	return parent + "." + name
+}
+
+// signature is the source of n up to its body, whitespace collapsed to
+// single spaces, cut at maxSigBytes; a Go struct or interface type keeps
+// its keyword.
+func (x *extractor) signature(n, body *sitter.Node) string {
+	end := n.EndByte()
+	if body != nil && body.StartByte() > n.StartByte() && body.StartByte() <= end {
+		end = body.StartByte()
+		if t := body.Type(); t == "struct_type" || t == "interface_type" {
+			end = min(body.StartByte()+uint32(len(strings.TrimSuffix(t, "_type"))), n.EndByte())
+		}
+	}
+	s := string(x.src[n.StartByte():end])
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.TrimRight(s, " {=")
+	if len(s) > maxSigBytes {
+		cut := maxSigBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func (x *extractor) text(n *sitter.Node) string {
+	if n == nil {
+		return ""
+	}
+	return n.Content(x.src)
+}
+
+// declName finds the name inside a C/C++ declarator: the identifier under
+// any pointer, reference, array or function declarator.
+func declName(n *sitter.Node, src []byte) string {
+	for depth := 0; n != nil && depth < 16; depth++ {
+		switch n.Type() {
+		case "identifier", "field_identifier", "type_identifier", "qualified_identifier", "destructor_name",
+			"operator_name", "primitive_type":
+			return n.Content(src)
+		}
+		next := n.ChildByFieldName("declarator")
+		if next == nil && n.NamedChildCount() > 0 {
+			next = n.NamedChild(0)
+		}
+		n = next
+	}
+	return ""
+}
+
+func isFunctionDeclarator(n *sitter.Node) bool {
+	for depth := 0; n != nil && depth < 16; depth++ {
+		switch n.Type() {
+		case "function_declarator":
+			return true
+		case "pointer_declarator", "reference_declarator", "init_declarator":
+			n = n.ChildByFieldName("declarator")
+			if n == nil {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// receiverType is T for a Go receiver (t *T) or (T[K]).
+func receiverType(recv *sitter.Node, src []byte) string {
+	if recv == nil {
+		return ""
+	}
+	s := recv.Content(src)
+	s = strings.Trim(s, "()")
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexAny(s, " *."); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
