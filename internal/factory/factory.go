@@ -46,6 +46,10 @@ type Options struct {
 	// repeat byte for byte (see buildPrompt). Nil: every context file is
 	// the order's own.
 	SharedContext, StableContext []string
+	// RepoMap is the repository map ranked for this work order
+	// (repomap.View.Text), shown with the order's own part of the SE
+	// prompt; "" for none.
+	RepoMap string
 
 	MaxAttempts    int
 	CommandTimeout time.Duration

@@ -12,11 +12,11 @@ import (
 // Focus is what a task names: its definitions come first, and the rank
 // flows from them to what they use and what uses them.
 type Focus struct {
-	Files  []string // tracked paths the task names
-	Idents []string // identifiers the task names
+	Files  []string `json:"files"`  // tracked paths the task names
+	Idents []string `json:"idents"` // identifiers the task names
 	// Omit are files the reader already sees in full (an SE prompt's
 	// context files): they steer the rank but are not listed.
-	Omit []string
+	Omit []string `json:"omit,omitempty"`
 }
 
 const (
@@ -56,6 +56,16 @@ func (m *Map) FocusFromText(text string) Focus {
 	}
 	f.Files = slices.Sorted(maps.Keys(files))
 	f.Idents = slices.Sorted(maps.Keys(idents))
+	return f
+}
+
+// FocusOn is FocusFromText(text) with files added to the focus files and
+// omit (files shown in full elsewhere) left out of the map: a work order's
+// allowed and context files, its intent and notes, its context files.
+func (m *Map) FocusOn(files []string, text string, omit []string) Focus {
+	f := m.FocusFromText(text)
+	f.Files = slices.Compact(slices.Sorted(slices.Values(append(f.Files, files...))))
+	f.Omit = slices.Clone(omit)
 	return f
 }
 
