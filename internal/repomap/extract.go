@@ -1,6 +1,9 @@
+//go:build cgo
+
 package repomap
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -8,22 +11,6 @@ import (
 
 	sitter "github.com/smacker/go-tree-sitter"
 )
-
-// Def is one definition: a function, type, class, method, constant.
-type Def struct {
-	Name   string `json:"name"`
-	Parent string `json:"parent,omitempty"` // the enclosing type or class; "" at top level
-	Kind   string `json:"kind"`
-	Line   int    `json:"line"` // 1-based
-	Depth  int    `json:"depth,omitempty"`
-	Sig    string `json:"sig"` // the definition up to its body, on one line
-}
-
-// Ref is an identifier a file uses and how often.
-type Ref struct {
-	Name  string `json:"name"`
-	Count int    `json:"count"`
-}
 
 const (
 	maxSigBytes   = 200 // a longer signature is cut (parameter lists of generated code)
@@ -70,6 +57,10 @@ type extractor struct {
 	g    *grammar
 	src  []byte
 	defs []Def
+	// from is where the next definition's signature starts when a wrapper
+	// that says something ("export", "declare") holds it (hasFrom).
+	from    uint32
+	hasFrom bool
 }
 
 func (x *extractor) walk(n *sitter.Node, parent string, depth int) {
@@ -78,10 +69,15 @@ func (x *extractor) walk(n *sitter.Node, parent string, depth int) {
 		t := c.Type()
 		if kind, ok := x.g.defs[t]; ok {
 			x.def(c, t, kind, parent, depth)
+			x.hasFrom = false
 			continue
 		}
 		if x.g.wrappers[t] {
+			if t == "export_statement" || t == "ambient_declaration" {
+				x.from, x.hasFrom = c.StartByte(), true
+			}
 			x.walk(c, parent, depth)
+			x.hasFrom = false
 		}
 	}
 }
@@ -162,7 +158,11 @@ func (x *extractor) def(n *sitter.Node, t, kind, parent string, depth int) {
 	if name == "" {
 		return
 	}
-	sig := x.signature(n, body)
+	if t == "type_definition" {
+		body = nil // a typedef's name comes last: keep the whole of it
+	}
+	sig := x.signature(n, body, t == "type_definition")
+	x.hasFrom = false // the members' signatures start at their own nodes
 	if x.g == goGrammar && (kind == "type" || kind == "const" || kind == "var") {
 		sig = kind + " " + sig // the keyword belongs to the enclosing declaration
 	}
@@ -179,18 +179,23 @@ func qualify(parent, name string) string {
 	return parent + "." + name
 }
 
-// signature is the source of n up to its body, whitespace collapsed to
-// single spaces, cut at maxSigBytes; a Go struct or interface type keeps
-// its keyword.
-func (x *extractor) signature(n, body *sitter.Node) string {
-	end := n.EndByte()
+// signature is the source of n up to its body (without one: its first
+// line, or all of it when whole), whitespace collapsed to single spaces,
+// cut at maxSigBytes; a Go struct or interface type keeps its keyword.
+func (x *extractor) signature(n, body *sitter.Node, whole bool) string {
+	start, end := n.StartByte(), n.EndByte()
+	if x.hasFrom && x.from < start {
+		start = x.from
+	}
 	if body != nil && body.StartByte() > n.StartByte() && body.StartByte() <= end {
 		end = body.StartByte()
 		if t := body.Type(); t == "struct_type" || t == "interface_type" {
 			end = min(body.StartByte()+uint32(len(strings.TrimSuffix(t, "_type"))), n.EndByte())
 		}
+	} else if nl := bytes.IndexByte(x.src[start:end], '\n'); nl >= 0 && !whole {
+		end = start + uint32(nl) // no body to stop at (a macro, a prototype): the first line
 	}
-	s := string(x.src[n.StartByte():end])
+	s := string(x.src[start:end])
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.TrimRight(s, " {=")
 	if len(s) > maxSigBytes {

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package repomap
 
 import (
@@ -15,6 +17,10 @@ import (
 	"github.com/smacker/go-tree-sitter/typescript/tsx"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
 )
+
+// Available reports whether this binary can map repositories (see
+// nocgo.go).
+const Available = true
 
 // grammar says which nodes of one tree-sitter grammar are definitions.
 type grammar struct {

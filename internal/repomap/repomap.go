@@ -18,6 +18,22 @@ import (
 	"sync"
 )
 
+// Def is one definition: a function, type, class, method, constant.
+type Def struct {
+	Name   string `json:"name"`
+	Parent string `json:"parent,omitempty"` // the enclosing type or class; "" at top level
+	Kind   string `json:"kind"`
+	Line   int    `json:"line"` // 1-based
+	Depth  int    `json:"depth,omitempty"`
+	Sig    string `json:"sig"` // the definition up to its body, on one line
+}
+
+// Ref is an identifier a file uses and how often.
+type Ref struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
 // Entry is one tracked file as git lists it.
 type Entry struct {
 	Path string
