@@ -24,12 +24,12 @@ var reviewerTemplate string
 // prompt's verification, examples and acceptance commands are the
 // repository's own.
 const (
-	PlaceholderSpec      = "{{PRODUCT_SPEC}}"
+	PlaceholderSpec = "{{PRODUCT_SPEC}}"
+	// PlaceholderRepoFiles is the list of tracked files, then the
+	// repository map (see internal/repomap) under a heading of its own when
+	// there is one: a prompt without a map keeps its bytes, and a custom
+	// template gets the map too.
 	PlaceholderRepoFiles = "{{REPO_FILES}}"
-	// PlaceholderRepoMap is the repository map (see internal/repomap)
-	// under a heading of its own, or nothing when there is none, so a
-	// template keeps its bytes for an empty repository.
-	PlaceholderRepoMap = "{{REPO_MAP}}"
 
 	PlaceholderVerificationStep = "{{VERIFICATION_STEP}}" // how global verification runs, as step 4 of a list
 	PlaceholderCommandExample   = "{{COMMAND_EXAMPLE}}"   // one acceptance command, in backquotes
@@ -55,8 +55,7 @@ func Render(tmpl, spec string, repoFiles []string, repoMap string) string {
 	t := lang.DetectFiles(repoFiles).PlannerText(slices.Contains(repoFiles, "scripts/verify.sh"))
 	return strings.NewReplacer(
 		PlaceholderSpec, strings.TrimSpace(spec),
-		PlaceholderRepoFiles, describeFiles(repoFiles),
-		PlaceholderRepoMap, mapSection(repoMap),
+		PlaceholderRepoFiles, describeFiles(repoFiles)+mapSection(repoMap),
 		PlaceholderVerificationStep, t.VerificationStep,
 		PlaceholderCommandExample, t.CommandExample,
 		PlaceholderScriptExample, t.ScriptExample,
@@ -122,7 +121,8 @@ func summarizeFiles(sorted []string) []string {
 	return top
 }
 
-// mapSection is the text that replaces {{REPO_MAP}}.
+// mapSection is the map as it follows the file list (and the
+// specification in the reviewer's prompt, at {{REPO_MAP}}).
 func mapSection(repoMap string) string {
 	if repoMap == "" {
 		return ""

@@ -60,22 +60,23 @@ func TestRenderSummarizesHugeTrees(t *testing.T) {
 	}
 }
 
-// The map goes where {{REPO_MAP}} is, under a heading; no map leaves no
-// trace, so a prompt without one keeps its bytes.
+// The map follows the file list, under a heading; no map leaves no trace,
+// so a prompt without one keeps its bytes.
 func TestRenderRepoMap(t *testing.T) {
 	for _, tc := range []struct{ name, repoMap, want string }{
-		{"none", "", "A\nB"},
-		{"a map", "Repository map: 1 of 1\n\nx.go\n    1: func F()\n", "A\n\n# The code already in the repository\n\n"},
+		{"none", "", "The repository is empty: WO-01 starts from nothing.\nB"},
+		{"a map", "Repository map: 1 of 1\n\nx.go\n    1: func F()\n",
+			"The repository is empty: WO-01 starts from nothing.\n\n# The code already in the repository\n\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Render("A{{REPO_MAP}}\nB", "s", nil, tc.repoMap)
-			if !strings.HasPrefix(got, tc.want) || tc.repoMap != "" && !strings.Contains(got, "    1: func F()\nB") {
+			got := Render("{{REPO_FILES}}\nB", "s", nil, tc.repoMap)
+			if !strings.HasPrefix(got, tc.want) || tc.repoMap != "" && !strings.HasSuffix(got, "    1: func F()\nB") {
 				t.Fatalf("Render = %q", got)
 			}
 		})
 	}
-	if !strings.Contains(DefaultTemplate, "{{REPO_FILES}}{{REPO_MAP}}") || !strings.Contains(reviewerTemplate, "{{PRODUCT_SPEC}}{{REPO_MAP}}") {
-		t.Error("the planner or reviewer template does not place the map")
+	if !strings.Contains(reviewerTemplate, "{{PRODUCT_SPEC}}{{REPO_MAP}}") {
+		t.Error("the reviewer template does not place the map")
 	}
 }
 
