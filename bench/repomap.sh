@@ -32,19 +32,22 @@ echo "repository: $repo ($(git -C "$repo" ls-tree -r --name-only HEAD | wc -l) t
 spec=${SPEC:-}
 if [[ -z $spec ]]; then
 	# A spec naming one source file of the repository and its first function.
-	file=$(git -C "$repo" ls-tree -r --name-only HEAD | grep -E '\.(go|py)$' | grep -v -e '^vendor/' -e '/vendor/' -e _test | sort | sed -n '1p')
-	fn=$(git -C "$repo" show "HEAD:$file" | sed -nE 's/^(func|def) (\([^)]*\) )?([A-Za-z_][A-Za-z0-9_]*).*/\3/p' | head -1)
+	for file in $(git -C "$repo" ls-tree -r --name-only HEAD | grep -E '\.(go|py)$' | grep -v -e '^vendor/' -e '/vendor/' -e _test | sort | head -200); do
+		fn=$(git -C "$repo" show "HEAD:$file" | sed -nE 's/^(func|def) (\([^)]*\) )?([A-Za-z_][A-Za-z0-9_]*).*/\3/p' | head -1)
+		[[ -n $fn ]] && break
+	done
 	spec="$scratch/spec.md"
 	printf '# Change\n\nExtend `%s` in `%s` to accept an optional limit, and keep its callers working.\n' "$fn" "$file" >"$spec"
 	echo "spec: extend $fn in $file"
 fi
 
-timed() { # timed LOG cmd... : wall seconds and max RSS (MiB) of one run
+timed() { # timed LOG cmd... : wall and CPU seconds and max RSS (MiB) of one run
 	local log=$1
 	shift
 	/usr/bin/time -v "$@" >"$scratch/out" 2>"$log.err" || true
 	awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + t[i]; wall = s}
-		/Maximum resident/ {rss = $2 / 1024} END {printf "%.2f s, %.0f MiB", wall, rss}' "$log.err"
+		/User time|System time/ {cpu += $2} /Maximum resident/ {rss = $2 / 1024}
+		END {printf "%.2f s wall, %.2f s CPU, %.0f MiB", wall, cpu, rss}' "$log.err"
 }
 
 rm -rf "$gitdir/factory/repomap"
