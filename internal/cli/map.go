@@ -115,12 +115,17 @@ func buildMap(ctx context.Context, repo *gitws.Repo, rev string, progress io.Wri
 	if err != nil {
 		return nil, err
 	}
-	if progress != nil && !repomap.Available {
+	reportMap(progress, m, start)
+	return m, nil
+}
+
+func reportMap(progress io.Writer, m *repomap.Map, start time.Time) {
+	if progress == nil {
+		return
+	}
+	if !repomap.Available {
 		fmt.Fprintln(progress, "map: this factory was built without cgo (CGO_ENABLED=0), so it has no parsers and the map is empty")
 	}
-	if progress != nil {
-		fmt.Fprintf(progress, "map: %d source files (%d parsed, %d from the cache, %d skipped) in %.2fs\n",
-			len(m.Files), m.Parsed, m.Cached, m.Skipped.Total(), time.Since(start).Seconds())
-	}
-	return m, nil
+	fmt.Fprintf(progress, "map: %d source files (%d parsed, %d from the cache, %d skipped) in %.2fs\n",
+		len(m.Files), m.Parsed, m.Cached, m.Skipped.Total(), time.Since(start).Seconds())
 }

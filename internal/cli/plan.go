@@ -16,6 +16,7 @@ import (
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
 	"github.com/factory-harness/factory/internal/repomap"
+	"github.com/factory-harness/factory/internal/repomap/gitsrc"
 )
 
 type planOptions struct {
@@ -239,15 +240,13 @@ func plannerMap(ctx context.Context, dir, spec string, tokens int, progress io.W
 	if err != nil {
 		return "", usagef("--repo: %v", err)
 	}
-	head, err := repo.Head(ctx)
-	if err != nil {
-		return "", usagef("--repo: %v", err)
-	}
-	m, err := buildMap(ctx, repo, head, progress)
+	start := time.Now()
+	v, m, err := gitsrc.ForSpec(ctx, repo, spec, tokens)
 	if err != nil {
 		return "", &exitError{code: ExitInternal, err: err}
 	}
-	return m.Render(m.FocusFromText(spec), tokens).Text, nil
+	reportMap(progress, m, start)
+	return v.Text, nil
 }
 
 // trackedFiles is the starting file state for plan validation: the tracked

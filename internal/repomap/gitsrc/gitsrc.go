@@ -27,3 +27,17 @@ func Build(ctx context.Context, repo *gitws.Repo, rev string) (*repomap.Map, err
 	}
 	return m, nil
 }
+
+// ForSpec is the map of HEAD of repo ranked for spec within tokens, as the
+// planner sees it, and the whole map it was cut from.
+func ForSpec(ctx context.Context, repo *gitws.Repo, spec string, tokens int) (repomap.View, *repomap.Map, error) {
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return repomap.View{}, nil, fmt.Errorf("repository map: %w", err)
+	}
+	m, err := Build(ctx, repo, head)
+	if err != nil {
+		return repomap.View{}, nil, err
+	}
+	return m.Render(m.FocusFromText(spec), tokens), m, nil
+}
