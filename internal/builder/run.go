@@ -250,12 +250,14 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	opts.SharedContext, opts.StableContext = sharedContext(b.plan)
 	// The map of the commit the order starts from: the attempts of the
 	// order all start there, so their prompts repeat it byte for byte.
-	head, err := b.repo.Head(ctx)
-	if err != nil {
-		return err
-	}
-	if opts.RepoMap, err = b.repoMap(ctx, head, func(m *repomap.Map) repomap.Focus { return WorkOrderFocus(m, &wo) }); err != nil {
-		return err
+	if b.o.MapTokens > 0 {
+		head, err := b.repo.Head(ctx)
+		if err != nil {
+			return err
+		}
+		if opts.RepoMap, err = b.repoMap(ctx, head, func(m *repomap.Map) repomap.Focus { return WorkOrderFocus(m, &wo) }); err != nil {
+			return err
+		}
 	}
 	// Clean since the start's check or the last commit's; from here on,
 	// only until the attempt changes the tree.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/factory-harness/factory/internal/llmtest"
 )
 
 // mapRepo is an existing Python project whose spec names one file and
@@ -93,5 +95,49 @@ func TestMapCommand(t *testing.T) {
 	}
 	if bad := runFactory(t, nil, "map", "--repo", t.TempDir()); bad.code != ExitUsage {
 		t.Errorf("not a repository: exit %d", bad.code)
+	}
+}
+
+// In a build, a work order that starts from a tree with source files gets
+// a map slice in its own part of the SE prompt, after the shared context;
+// the first order, on a tree without any, gets none; --map-tokens 0 turns
+// both off.
+func TestBuildSendsWorkOrdersTheirMap(t *testing.T) {
+	for _, tokens := range []string{"4096", "0"} {
+		t.Run(tokens, func(t *testing.T) {
+			f := newBuildFixture(t, buildPlan(""))
+			planJSON, _ := json.Marshal(buildPlan(""))
+			planner := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: string(planJSON)})
+			se := llmtest.Start(t, replyWO01, replyWO02, replyWO03)
+			url := routeByPath(t, map[string]string{"/v1/responses": planner.URL, "/v1/chat/completions": se.URL})
+			spec := filepath.Join(t.TempDir(), "spec.md")
+			writeFiles(t, filepath.Dir(spec), map[string]string{"spec.md": "# calc\nA calculator library with add, multiply and subtract.\n"})
+			res := runFactory(t, append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k"), "build", "--spec", spec, "--repo", f.repo, "--out", f.out,
+				"--llm-model", "test-model", "--llm-base-url", url, "--no-review", "--poll-interval", "10ms", "--map-tokens", tokens)
+			if res.code != ExitPass {
+				t.Fatalf("exit %d\n%s%s", res.code, res.stdout, res.stderr)
+			}
+			reqs := se.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("%d SE requests, want 3", len(reqs))
+			}
+			for i, req := range reqs {
+				msgs, _ := req["messages"].([]any)
+				user := msgs[len(msgs)-1].(map[string]any)["content"].(string)
+				at := strings.Index(user, "# Code elsewhere in the repository")
+				if want := i > 0 && tokens != "0"; (at >= 0) != want {
+					t.Errorf("WO-0%d: map present = %v, want %v", i+1, at >= 0, want)
+				}
+				if at < 0 {
+					continue
+				}
+				if shared := strings.Index(user, "# Context files shared"); at < shared || at > strings.Index(user, "# Work order") {
+					t.Errorf("WO-0%d: the map is not between the shared context and the work order:\n%s", i+1, user)
+				}
+				if !strings.Contains(user[at:], "def test_add(self):") {
+					t.Errorf("WO-0%d: the map lacks the test WO-01 wrote:\n%s", i+1, user[at:])
+				}
+			}
+		})
 	}
 }
