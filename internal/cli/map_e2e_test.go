@@ -141,3 +141,26 @@ func TestBuildSendsWorkOrdersTheirMap(t *testing.T) {
 		})
 	}
 }
+
+// factory run shows the SE the map ranked for its work order: the
+// definitions its intent names, outside its context files.
+func TestRunSendsTheWorkOrderItsMap(t *testing.T) {
+	repo := mapRepo(t)
+	wo := `{"id": "WO-01", "title": "CLI scaling", "intent": "Make main call scale_vector on its arguments.",
+		"preconditions": [], "postconditions": [], "allowed_files": ["app/cli.py"], "forbidden": [],
+		"acceptance_commands": ["python3 -c \"import app.cli\""], "context_files": ["app/cli.py"]}`
+	woPath := filepath.Join(t.TempDir(), "wo.json")
+	writeFiles(t, filepath.Dir(woPath), map[string]string{"wo.json": wo})
+	srv := llmtest.Start(t, llmtest.Reply{Content: "not a proposal"})
+	runFactory(t, []string{"OPENAI_API_KEY=k"}, "run", "--repo", repo, "--work-order", woPath, "--out", filepath.Join(t.TempDir(), "runs"),
+		"--llm-model", "m", "--llm-base-url", srv.URL, "--max-attempts", "1")
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
+	}
+	body, _ := json.Marshal(reqs[0])
+	at := strings.Index(string(body), "# Code elsewhere in the repository")
+	if at < 0 || !strings.Contains(string(body[at:]), "def scale_vector(vec, factor):") || strings.Contains(string(body[at:]), "def main(argv)") {
+		t.Errorf("the SE request does not carry the map ranked for the work order without its context file:\n%s", body)
+	}
+}

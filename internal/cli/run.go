@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -10,10 +12,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
+	"github.com/factory-harness/factory/internal/repomap"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -39,6 +44,7 @@ type runOptions struct {
 	maxTokens      int64
 	maxCostUSD     float64
 	prices         string
+	mapTokens      int // run only: build gives its own (addPlannerFlags)
 }
 
 func newRunCmd(env Env) *cobra.Command {
@@ -73,6 +79,7 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.StringVar(&o.repo, "repo", "", "root of the git repository to work in (required; must be clean and have a commit)")
 	f.StringVar(&o.workOrder, "work-order", "", "work order JSON file (required; see schema/work_order.schema.json)")
 	f.StringVar(&o.out, "out", "", "directory for run artifacts, outside the repository (required)")
+	f.IntVar(&o.mapTokens, "map-tokens", repomap.DefaultTokens, mapTokensHelp+", ranked for the work order's files")
 	addAttemptFlags(f, o)
 	return cmd
 }
@@ -127,6 +134,9 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	}
 	opts.Model, opts.Prices = meter, meter.Prices()
 	opts.Repo, opts.WorkOrder, opts.Out = o.repo, wo, o.out
+	if opts.RepoMap, err = workOrderMap(cmd.Context(), o.repo, wo, o.mapTokens, opts.Progress); err != nil {
+		return err
+	}
 	run, err := factory.Preflight(cmd.Context(), opts)
 	if err != nil {
 		return err
@@ -161,6 +171,31 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 
 // attemptOptions checks the attempt flags and turns them into factory
 // options; the caller sets Repo, WorkOrder, Out and Model.
+// workOrderMap is the map of HEAD of dir ranked for wo, as a build shows
+// it; "" when the budget is 0 or dir is no repository with a commit
+// (preflight then says why).
+func workOrderMap(ctx context.Context, dir string, wo *workorder.WorkOrder, tokens int, progress io.Writer) (string, error) {
+	if tokens < 0 {
+		return "", usagef("--map-tokens must not be negative")
+	}
+	if tokens == 0 {
+		return "", nil
+	}
+	repo, err := gitws.Open(ctx, dir)
+	if err != nil {
+		return "", nil
+	}
+	head, err := repo.Head(ctx)
+	if err != nil {
+		return "", nil
+	}
+	m, err := buildMap(ctx, repo, head, progress)
+	if err != nil {
+		return "", &internalError{err: err}
+	}
+	return m.Render(builder.WorkOrderFocus(m, wo), tokens).Text, nil
+}
+
 func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 	if o.llmTimeout <= 0 {
 		return factory.Options{}, usagef("--llm-timeout-seconds must be positive")
