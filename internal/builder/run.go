@@ -251,12 +251,8 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	// The map of the commit the order starts from: the attempts of the
 	// order all start there, so their prompts repeat it byte for byte.
 	if b.o.MapTokens > 0 {
-		head, err := b.repo.Head(ctx)
-		if err != nil {
-			return err
-		}
-		if opts.RepoMap, err = b.repoMap(ctx, head, func(m *repomap.Map) repomap.Focus { return WorkOrderFocus(m, &wo) }); err != nil {
-			return err
+		opts.RepoMap = func(ctx context.Context, _ *gitws.Repo, commit string) (string, error) {
+			return b.repoMap(ctx, commit, func(m *repomap.Map) repomap.Focus { return WorkOrderFocus(m, &wo) })
 		}
 	}
 	// Clean since the start's check or the last commit's; from here on,

@@ -134,8 +134,11 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	}
 	opts.Model, opts.Prices = meter, meter.Prices()
 	opts.Repo, opts.WorkOrder, opts.Out = o.repo, wo, o.out
-	if opts.RepoMap, err = workOrderMap(cmd.Context(), o.repo, wo, o.mapTokens, opts.Progress); err != nil {
-		return err
+	if o.mapTokens < 0 {
+		return usagef("--map-tokens must not be negative")
+	}
+	if o.mapTokens > 0 {
+		opts.RepoMap = workOrderMap(wo, o.mapTokens, opts.Progress)
 	}
 	run, err := factory.Preflight(cmd.Context(), opts)
 	if err != nil {
@@ -171,29 +174,16 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 
 // attemptOptions checks the attempt flags and turns them into factory
 // options; the caller sets Repo, WorkOrder, Out and Model.
-// workOrderMap is the map of HEAD of dir ranked for wo, as a build shows
-// it; "" when the budget is 0 or dir is no repository with a commit
-// (preflight then says why).
-func workOrderMap(ctx context.Context, dir string, wo *workorder.WorkOrder, tokens int, progress io.Writer) (string, error) {
-	if tokens < 0 {
-		return "", usagef("--map-tokens must not be negative")
+// workOrderMap renders the map of a commit ranked for wo, as a build shows
+// it (factory.Options.RepoMap).
+func workOrderMap(wo *workorder.WorkOrder, tokens int, progress io.Writer) func(context.Context, *gitws.Repo, string) (string, error) {
+	return func(ctx context.Context, repo *gitws.Repo, commit string) (string, error) {
+		m, err := buildMap(ctx, repo, commit, progress)
+		if err != nil {
+			return "", err
+		}
+		return m.Render(builder.WorkOrderFocus(m, wo), tokens).Text, nil
 	}
-	if tokens == 0 {
-		return "", nil
-	}
-	repo, err := gitws.Open(ctx, dir)
-	if err != nil {
-		return "", nil
-	}
-	head, err := repo.Head(ctx)
-	if err != nil {
-		return "", nil
-	}
-	m, err := buildMap(ctx, repo, head, progress)
-	if err != nil {
-		return "", &internalError{err: err}
-	}
-	return m.Render(builder.WorkOrderFocus(m, wo), tokens).Text, nil
 }
 
 func attemptOptions(o *runOptions, env Env) (factory.Options, error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -48,7 +49,7 @@ func TestSEPromptPrefixStable(t *testing.T) {
 	wo := orderWith(t, "WO-02", "own.py", "docs/guide.md", "lib/util.py", "a.py")
 	const repoMap = "Repository map: 1 of 1 definitions\n\nlib/util.py\n    1: def f():\n"
 	opts := Options{SharedContext: []string{"docs/guide.md", "lib/util.py"}, StableContext: []string{"docs/guide.md"}, CacheKey: "factory-key",
-		RepoMap: repoMap}
+		RepoMap: func(context.Context, *gitws.Repo, string) (string, error) { return repoMap, nil }}
 	files := promptRepo
 	cmd, code := "python3 -m pytest -q", 1
 	first := promptOf(t, files, wo, opts, nil)

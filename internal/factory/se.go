@@ -233,10 +233,10 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 	case len(shared) == 0 && len(stable) == 0:
 		b.WriteString("# Context files\n(none)\n\n")
 	}
-	if r.opts.RepoMap != "" {
+	if r.repoMap != "" {
 		b.WriteString("# Code elsewhere in the repository\nDefinitions and signatures of other files, ranked by how much this " +
 			"work order's files use them or are used by them. Keep these signatures unless the work order changes them.\n\n")
-		b.WriteString(strings.TrimRight(r.opts.RepoMap, "\n") + "\n\n")
+		b.WriteString(strings.TrimRight(r.repoMap, "\n") + "\n\n")
 	}
 	fmt.Fprintf(&b, "# Work order %s: %s\n\n## Intent\n%s\n", wo.ID, wo.Title, wo.Intent)
 	if wo.Notes != nil && strings.TrimSpace(*wo.Notes) != "" {
