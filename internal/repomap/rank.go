@@ -28,7 +28,10 @@ const (
 
 // FocusFromText finds what text (a specification, a work order) names:
 // tracked paths, written whole or as a unique-enough tail such as
-// "server/handler.go", and identifiers that some file of m defines.
+// "server/handler.go", and identifiers that some file of m defines and that
+// the text writes as code — in backquotes, called (`name(`), qualified
+// (Store.Find), or spelt as no English word is (snake_case, camelCase,
+// FetchUser) — so that "Add a flag" does not name every Add in the tree.
 func (m *Map) FocusFromText(text string) Focus {
 	defined := map[string]bool{}
 	for _, f := range m.Files {
@@ -36,27 +39,45 @@ func (m *Map) FocusFromText(text string) Focus {
 			defined[d.Name] = true
 		}
 	}
-	var f Focus
 	files, idents := map[string]bool{}, map[string]bool{}
-	for _, tok := range strings.FieldsFunc(text, func(r rune) bool {
-		return !(r == '_' || r == '.' || r == '/' || r == '-' || r == '$' ||
-			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) {
-		tok = strings.Trim(tok, ".-/")
+	isTok := func(c byte) bool {
+		return c == '_' || c == '.' || c == '/' || c == '-' || c == '$' || identStart(c) || c >= '0' && c <= '9'
+	}
+	for i := 0; i < len(text); {
+		if !isTok(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && isTok(text[j]) {
+			j++
+		}
+		raw := text[i:j]
+		tok := strings.Trim(raw, ".-/")
+		marked := i > 0 && text[i-1] == '`' || j < len(text) && (text[j] == '(' || text[j] == '`')
+		i = j
+		var paths []string
 		if strings.ContainsAny(tok, "./") {
-			for _, p := range m.pathsEndingWith(tok) {
+			paths = m.pathsEndingWith(tok)
+			for _, p := range paths {
 				files[p] = true
 			}
 		}
-		for _, word := range strings.FieldsFunc(tok, func(r rune) bool { return r == '.' || r == '/' || r == '-' }) {
-			if len(word) >= 3 && defined[word] {
+		words := strings.FieldsFunc(tok, func(r rune) bool { return r == '.' || r == '/' || r == '-' })
+		qualified := len(words) > 1 && len(paths) == 0 && !strings.Contains(tok, "/") && grammarFor(tok) == nil
+		for _, word := range words {
+			if len(word) >= 3 && defined[word] && (marked || qualified || codeLike(word)) {
 				idents[word] = true
 			}
 		}
 	}
-	f.Files = slices.Sorted(maps.Keys(files))
-	f.Idents = slices.Sorted(maps.Keys(idents))
-	return f
+	return Focus{Files: slices.Sorted(maps.Keys(files)), Idents: slices.Sorted(maps.Keys(idents))}
+}
+
+// codeLike reports a word no English sentence has: with an underscore, or
+// an upper-case letter after its first.
+func codeLike(word string) bool {
+	return strings.Contains(word, "_") || strings.ContainsFunc(word[1:], func(r rune) bool { return r >= 'A' && r <= 'Z' })
 }
 
 // FocusOn is FocusFromText(text) with files added to the focus files and

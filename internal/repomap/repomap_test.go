@@ -338,6 +338,9 @@ func TestFocusFromText(t *testing.T) {
 		{"see `server/store.go`, then handler.go.", Focus{Files: []string{"server/handler.go", "server/store.go"}}},
 		{"call Store.FindOrder and apply_discount()", Focus{Idents: []string{"FindOrder", "Store", "apply_discount"}}},
 		{"the end of the world", Focus{}},
+		// Words of a sentence are not names; written as code, they are.
+		{"Add the order to the Store; see handler.go and store.go", Focus{Files: []string{"server/handler.go", "server/store.go"}}},
+		{"Add the order to the `Store` with add(o)", Focus{Idents: []string{"Store", "add"}}},
 	} {
 		if diff := cmp.Diff(tc.want, m.FocusFromText(tc.text), cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })); diff != "" {
 			t.Errorf("FocusFromText(%q):\n%s", tc.text, diff)
