@@ -14,7 +14,7 @@ import (
 
 // extractVersion names the extraction rules; a cache written under other
 // rules is ignored.
-const extractVersion = 1
+const extractVersion = 2
 
 const cacheFile = "defs.gob"
 

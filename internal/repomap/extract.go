@@ -195,7 +195,18 @@ func (x *extractor) signature(n, body *sitter.Node, whole bool) string {
 	} else if nl := bytes.IndexByte(x.src[start:end], '\n'); nl >= 0 && !whole {
 		end = start + uint32(nl) // no body to stop at (a macro, a prototype): the first line
 	}
-	s := string(x.src[start:end])
+	// Comments inside the header (Python's "def f(a,  # why") are not part
+	// of the signature.
+	var b strings.Builder
+	from := start
+	for _, c := range headerComments(n, end, nil) {
+		if c[0] >= from {
+			b.Write(x.src[from:c[0]])
+			from = min(c[1], end)
+		}
+	}
+	b.Write(x.src[from:end])
+	s := b.String()
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.TrimRight(s, " {=")
 	if len(s) > maxSigBytes {
@@ -206,6 +217,24 @@ func (x *extractor) signature(n, body *sitter.Node, whole bool) string {
 		s = s[:cut] + "…"
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// headerComments appends the byte ranges of the comments in n that start
+// before end, in source order; it descends only into what starts before
+// end, the header, never the body.
+func headerComments(n *sitter.Node, end uint32, out [][2]uint32) [][2]uint32 {
+	for i := 0; i < int(n.ChildCount()) && len(out) < 64; i++ {
+		c := n.Child(i)
+		if c.StartByte() >= end {
+			break
+		}
+		if strings.Contains(c.Type(), "comment") {
+			out = append(out, [2]uint32{c.StartByte(), c.EndByte()})
+		} else if c.ChildCount() > 0 {
+			out = headerComments(c, end, out)
+		}
+	}
+	return out
 }
 
 func (x *extractor) text(n *sitter.Node) string {

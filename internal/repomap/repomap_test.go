@@ -396,3 +396,24 @@ func FuzzExtract(f *testing.F) {
 		identifiers(src)
 	})
 }
+
+// A signature is the header on one line: no body, no comments, the
+// keywords that say how it is seen (export, declare).
+func TestSignatures(t *testing.T) {
+	for _, tc := range []struct{ path, src, want string }{
+		{"a.py", "def f(a,  # the first\n      b):  # why\n    return a\n", "def f(a, b):"},
+		{"a.go", "package a\n\nfunc F(\n\ta int, // count\n\tb string,\n) error {\n\treturn nil\n}\n", "func F( a int, b string, ) error"},
+		{"a.ts", "export async function load(id: string): Promise<void> {}\n", "export async function load(id: string): Promise<void>"},
+		{"a.h", "int add(int a, /* left */ int b);\n", "int add(int a, int b);"},
+		{"a.rs", "pub(crate) fn go<T>(x: T) -> T where T: Copy { x }\n", "pub(crate) fn go<T>(x: T) -> T where T: Copy"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			ps := parsers{}
+			defer ps.close()
+			defs, err := extract(context.Background(), ps, grammarFor(tc.path), []byte(tc.src))
+			if err != nil || len(defs) == 0 || defs[0].Sig != tc.want {
+				t.Errorf("extract: %v, %+v; want the signature %q", err, defs, tc.want)
+			}
+		})
+	}
+}
