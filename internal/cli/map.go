@@ -49,7 +49,8 @@ much the rest of the repository uses them.
 
 Parsed files are cached by blob hash in <git dir>/factory/repomap, so a second run
 parses only the files that changed. Statistics go to stderr. Exit codes: 0 printed,
-2 usage (not a git repository, unreadable --for).`,
+2 usage (not a git repository or no commit, unreadable --for), 3 git failed to list or
+read the files.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMap(cmd.Context(), o, env)
