@@ -80,6 +80,10 @@ type Options struct {
 	// ResetBudget stops counting the earlier processes' spending against
 	// the budget.
 	ResetBudget bool
+	// MapTokens is the budget of the repository map (see package repomap)
+	// the planner sees, ranked for the spec, and each work order's SE
+	// prompt, ranked for the order; 0 shows none.
+	MapTokens int
 	// CacheKey is the provider's prompt cache key for every request of the
 	// build, planner and work orders alike; "" means "factory-" and the
 	// plan hash. An eval passes its own, so that its builds do not share a

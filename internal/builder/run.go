@@ -13,6 +13,7 @@ import (
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/repomap"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -192,12 +193,16 @@ func (b *builder) compile(ctx context.Context, dir string, env planner.Env) erro
 	if reviewModel == "" {
 		reviewModel = b.o.Run.ModelName
 	}
+	repoMap, err := b.repoMap(ctx, b.base, func(m *repomap.Map) repomap.Focus { return m.FocusFromText(string(spec)) })
+	if err != nil {
+		return err
+	}
 	out, err := planner.Compile(ctx, planner.Options{
 		Spec: string(spec), Template: b.o.Template,
 		Model: b.o.PlannerModel, ModelName: b.o.Run.ModelName, ReasoningEffort: b.o.ReasoningEffort,
 		MaxOutputTokens: b.o.MaxOutputTokens, MaxAttempts: b.o.PlanMaxAttempts,
 		Review: b.o.Review, ReviewModelName: reviewModel, MaxReviewCycles: 2,
-		Env: env, ArtifactsDir: artifacts, Progress: b.o.Progress, CacheKey: b.cacheKey(),
+		Env: env, ArtifactsDir: artifacts, Progress: b.o.Progress, CacheKey: b.cacheKey(), RepoMap: repoMap,
 	})
 	if err != nil {
 		var invalid *planner.InvalidPlanError
@@ -270,6 +275,13 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	opts.CacheKey = b.cacheKey()
 	l := b.cacheLayout()
 	opts.SharedContext, opts.StableContext, opts.LongCache = l.Shared, l.Stable, l.Long
+	// The map of the commit the order starts from: the attempts of the
+	// order all start there, so their prompts repeat it byte for byte.
+	if b.o.MapTokens > 0 {
+		opts.RepoMap = func(ctx context.Context, _ *gitws.Repo, commit string) (string, error) {
+			return b.repoMap(ctx, commit, func(m *repomap.Map) repomap.Focus { return WorkOrderFocus(m, &wo) })
+		}
+	}
 	// Clean since the start's check or the last commit's; from here on,
 	// only until the attempt changes the tree.
 	opts.Clean, b.clean = b.clean, false

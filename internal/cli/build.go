@@ -17,6 +17,7 @@ import (
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/repomap"
 )
 
 // buildOptions are the flags of `factory build`: those of run that shape
@@ -32,6 +33,7 @@ type buildOptions struct {
 	verbose               bool
 	jobs                  int
 	maxWaitSeconds        int
+	mapTokens             int
 	pollInterval, backoff time.Duration
 	temporal              buildTemporalFlags // --temporal: on workers (temporal.go)
 }
@@ -73,6 +75,9 @@ each model call spent is recorded in the git directory before the call is sent a
 after it returns, and a resumed build counts it (a call cut off by a crash counts as
 its estimate). --reset-budget starts counting again on purpose.
 
+The planner and every work order's SE also see a map of the repository's code (see
+'factory map'), ranked for the spec and for the work order, within --map-tokens.
+
 Artifacts: <out>/builds/<plan hash>/ holds events.jsonl, build_summary.json and one
 directory of run artifacts per work order.
 
@@ -105,6 +110,7 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 // (build and eval).
 func addPlannerFlags(f *pflag.FlagSet, o *buildOptions) {
 	f.IntVar(&o.planMaxAttempts, "plan-max-attempts", 3, "planner calls per validation loop")
+	f.IntVar(&o.mapTokens, "map-tokens", repomap.DefaultTokens, mapTokensHelp+", for the planner (ranked for the spec) and for each work order (ranked for its files)")
 	f.StringVar(&o.template, "template", "", "custom planner prompt template; must contain {{PRODUCT_SPEC}} (default: the built-in one)")
 	f.StringVar(&o.effort, "reasoning-effort", "medium", "planner reasoning effort (e.g. low, medium, high; empty to omit)")
 	f.Int64Var(&o.maxOutputTokens, "max-output-tokens", 64000, "planner output token budget per call")
@@ -123,6 +129,9 @@ func (o *buildOptions) checkPlannerFlags(cmd *cobra.Command) error {
 	}
 	if o.planMaxAttempts < 1 || o.maxOutputTokens < 1 || o.maxWaitSeconds < 1 || o.pollInterval <= 0 || o.backoff <= 0 {
 		return usagef("--plan-max-attempts, --max-output-tokens, --max-wait-seconds, --poll-interval and --retry-backoff must be positive")
+	}
+	if o.mapTokens < 0 {
+		return usagef("--map-tokens must not be negative")
 	}
 	return nil
 }
@@ -235,7 +244,7 @@ func (o *buildOptions) builderOptions(tmpl string, attempt factory.Options, se, 
 		PlannerModel: plan, Template: tmpl, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
 		PlanMaxAttempts: o.planMaxAttempts, Review: o.review, ReviewModelName: review,
 		Run: attempt, Python: planner.NewPython3Inspector(), Progress: attempt.Progress,
-		Meter: meter,
+		Meter: meter, MapTokens: o.mapTokens,
 	}
 }
 

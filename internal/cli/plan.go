@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/repomap"
+	"github.com/factory-harness/factory/internal/repomap/gitsrc"
 )
 
 type planOptions struct {
@@ -28,6 +31,7 @@ type planOptions struct {
 	pollInterval, retryBackoff time.Duration
 	conn                       modelFlags
 	quiet                      bool
+	mapTokens                  int
 }
 
 func newPlanCmd(env Env) *cobra.Command {
@@ -45,6 +49,10 @@ the README); on errors the model revises it against the exact error list, up to
 and the APIs across work orders (--no-review to skip); its findings go back to the planner
 for at most two revisions, each validated again. A revision that fails validation never
 replaces a plan that passed.
+
+With --repo, the planner and the reviewer also see a map of the repository's code:
+definitions and signatures of its source files, ranked for the spec, within
+--map-tokens (see 'factory map', which prints it).
 
 Writes WO-NN.json files and then WORK_ORDERS_MANIFEST.json (with the compile hash, model,
 template hash and validator version) to --out, atomically; artifacts of every attempt
@@ -67,7 +75,8 @@ exhausted), interrupted, replay mismatch, or an I/O error.`,
 	aliasFlag(f, "out", "outdir")
 	f.StringVar(&o.template, "template", "", "custom planner prompt template; must contain {{PRODUCT_SPEC}} (default: the built-in one)")
 	f.StringVar(&o.artifactsDir, "artifacts-dir", "", "directory for prompts, raw replies, validation errors and compile_summary.json (default <out>/compile_artifacts)")
-	f.StringVar(&o.repo, "repo", "", "target git repository: its tracked files are the state preconditions are checked against")
+	f.StringVar(&o.repo, "repo", "", "target git repository: its tracked files are the state preconditions are checked against, and the planner sees a map of its code")
+	f.IntVar(&o.mapTokens, "map-tokens", repomap.DefaultTokens, mapTokensHelp+"; needs --repo")
 	f.BoolVar(&o.overwrite, "overwrite", false, "replace a plan already in --out")
 	f.BoolVar(&o.jsonOut, "json", false, "print compile_summary.json to stdout instead of the list of work orders (--print-summary is an alias)")
 	aliasFlag(f, "json", "print-summary")
@@ -101,6 +110,9 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	if err := requireFlags("plan", required{"--spec", o.spec}, required{"--out", o.out}); err != nil {
 		return err
 	}
+	if o.mapTokens < 0 {
+		return usagef("--map-tokens must not be negative")
+	}
 	if o.maxAttempts < 1 || o.maxOutputTokens < 1 || o.maxWaitSeconds < 1 || o.pollInterval <= 0 || o.retryBackoff <= 0 {
 		return usagef("--max-attempts, --max-output-tokens, --max-wait-seconds, --poll-interval and --retry-backoff must be positive")
 	}
@@ -133,6 +145,10 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	if o.quiet {
 		progress = nil
 	}
+	repoMap, err := plannerMap(cmd.Context(), o.repo, string(spec), o.mapTokens, progress)
+	if err != nil {
+		return err
+	}
 	// Before any directory is created: a missing key is a refusal (exit 2)
 	// that must leave nothing behind.
 	o.conn.timeout, o.conn.pollInterval, o.conn.retryBase = time.Duration(o.maxWaitSeconds)*time.Second, o.pollInterval, o.retryBackoff
@@ -157,7 +173,7 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 		Model: model, ModelName: modelName, ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens,
 		MaxAttempts: o.maxAttempts, Review: o.review, ReviewModelName: reviewModel, MaxReviewCycles: 2,
 		Env:          planner.Env{RepoFiles: repoFiles, Python: planner.NewPython3Inspector()},
-		ArtifactsDir: artifacts, Progress: progress,
+		ArtifactsDir: artifacts, Progress: progress, RepoMap: repoMap,
 	})
 	if o.jsonOut {
 		printSummaryFile(env, filepath.Join(artifacts, "compile_summary.json"))
@@ -212,6 +228,25 @@ func printSummaryFile(env Env, path string) {
 		}
 		env.Stdout.Write(data)
 	}
+}
+
+// plannerMap is the repository map of HEAD of dir ranked for spec, within
+// tokens; "" without a repository or budget.
+func plannerMap(ctx context.Context, dir, spec string, tokens int, progress io.Writer) (string, error) {
+	if dir == "" || tokens == 0 {
+		return "", nil
+	}
+	repo, err := gitws.Open(ctx, dir)
+	if err != nil {
+		return "", usagef("--repo: %v", err)
+	}
+	start := time.Now()
+	v, m, err := gitsrc.ForSpec(ctx, repo, spec, tokens)
+	if err != nil {
+		return "", &exitError{code: ExitInternal, err: err}
+	}
+	reportMap(progress, m, start)
+	return v.Text, nil
 }
 
 // trackedFiles is the starting file state for plan validation: the tracked

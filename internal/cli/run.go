@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,11 +14,14 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/lang"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
+	"github.com/factory-harness/factory/internal/repomap"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -42,6 +47,7 @@ type runOptions struct {
 	maxTokens      int64
 	maxCostUSD     float64
 	prices         string
+	mapTokens      int // run only: build gives its own (addPlannerFlags)
 }
 
 func newRunCmd(env Env) *cobra.Command {
@@ -76,6 +82,7 @@ Exit codes: 0 PASS, 1 FAIL, 2 usage or preflight error (nothing modified),
 	f.StringVar(&o.repo, "repo", "", "root of the git repository to work in (required; must be clean and have a commit)")
 	f.StringVar(&o.workOrder, "work-order", "", "work order JSON file (required; see schema/work_order.schema.json)")
 	f.StringVar(&o.out, "out", "", "directory for run artifacts, outside the repository (required)")
+	f.IntVar(&o.mapTokens, "map-tokens", repomap.DefaultTokens, mapTokensHelp+", ranked for the work order's files")
 	addAttemptFlags(f, o)
 	return cmd
 }
@@ -130,6 +137,12 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 	}
 	opts.Model, opts.Prices = meter, meter.Prices()
 	opts.Repo, opts.WorkOrder, opts.Out = o.repo, wo, o.out
+	if o.mapTokens < 0 {
+		return usagef("--map-tokens must not be negative")
+	}
+	if o.mapTokens > 0 {
+		opts.RepoMap = workOrderMap(wo, o.mapTokens, opts.Progress)
+	}
 	run, err := factory.Preflight(cmd.Context(), opts)
 	if err != nil {
 		return err
@@ -164,6 +177,18 @@ func runRun(cmd *cobra.Command, o *runOptions, env Env) error {
 
 // attemptOptions checks the attempt flags and turns them into factory
 // options; the caller sets Repo, WorkOrder, Out and Model.
+// workOrderMap renders the map of a commit ranked for wo, as a build shows
+// it (factory.Options.RepoMap).
+func workOrderMap(wo *workorder.WorkOrder, tokens int, progress io.Writer) func(context.Context, *gitws.Repo, string) (string, error) {
+	return func(ctx context.Context, repo *gitws.Repo, commit string) (string, error) {
+		m, err := buildMap(ctx, repo, commit, progress)
+		if err != nil {
+			return "", err
+		}
+		return m.Render(builder.WorkOrderFocus(m, wo), tokens).Text, nil
+	}
+}
+
 func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 	if o.llmTimeout <= 0 {
 		return factory.Options{}, usagef("--llm-timeout-seconds must be positive")

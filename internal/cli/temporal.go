@@ -137,7 +137,7 @@ func (o *buildOptions) buildInput() (temporal.BuildInput, error) {
 		Model: o.run.model, ModelName: name, Temperature: o.run.temperature, JSONSchema: o.run.jsonSchema,
 		MaxAttempts: o.run.maxAttempts, TimeoutSeconds: o.run.timeoutSeconds, VerifyCommands: o.run.verifyCommands,
 		ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens, PlanMaxAttempts: o.planMaxAttempts,
-		Review: o.review, ReviewModel: review, MaxTokens: o.run.maxTokens, MaxCostUSD: o.run.maxCostUSD,
+		Review: o.review, ReviewModel: review, MaxTokens: o.run.maxTokens, MaxCostUSD: o.run.maxCostUSD, MapTokens: o.mapTokens,
 		HeartbeatTimeout: o.temporal.heartbeatTimeout,
 	}
 	if in.Branch == "" {

@@ -50,6 +50,11 @@ type Options struct {
 	// (llm.Request.LongCache): factory build sets it for a build expected to
 	// outlive the default one.
 	LongCache bool
+	// RepoMap, when set, renders the repository map of the baseline commit
+	// ranked for this work order (repomap.View.Text). Preflight calls it
+	// once every check has passed, so a refused run writes no map cache;
+	// every attempt's SE prompt shows the text with the order's own part.
+	RepoMap func(ctx context.Context, repo *gitws.Repo, commit string) (string, error)
 
 	MaxAttempts    int
 	CommandTimeout time.Duration
@@ -116,6 +121,7 @@ type Run struct {
 	env      []string // the commands' environment, from opts.Env
 	envNames []string // the names in env taken from ours, for the summary
 	sandbox  *sandbox.Policy
+	repoMap  string // Options.RepoMap's text, "" for none
 }
 
 // Preflight checks everything that can be checked without touching the repo
@@ -236,6 +242,11 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 	}
 	if r.runID, err = workorder.RunID(opts.WorkOrder, r.baseline.Commit); err != nil {
 		return nil, err
+	}
+	if opts.RepoMap != nil {
+		if r.repoMap, err = opts.RepoMap(ctx, repo, r.baseline.Commit); err != nil {
+			return nil, err
+		}
 	}
 	r.env, r.envNames = opts.Env.Environ(os.Environ())
 	return r, nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -46,7 +47,9 @@ var promptRepo = map[string]string{
 // segment only, and neither the run id nor the cache key is in the prompt.
 func TestSEPromptPrefixStable(t *testing.T) {
 	wo := orderWith(t, "WO-02", "own.py", "docs/guide.md", "lib/util.py", "a.py")
-	opts := Options{SharedContext: []string{"docs/guide.md", "lib/util.py"}, StableContext: []string{"docs/guide.md"}, CacheKey: "factory-key"}
+	const repoMap = "Repository map: 1 of 1 definitions\n\nlib/util.py\n    1: def f():\n"
+	opts := Options{SharedContext: []string{"docs/guide.md", "lib/util.py"}, StableContext: []string{"docs/guide.md"}, CacheKey: "factory-key",
+		RepoMap: func(context.Context, *gitws.Repo, string) (string, error) { return repoMap, nil }}
 	files := promptRepo
 	cmd, code := "python3 -m pytest -q", 1
 	first := promptOf(t, files, wo, opts, nil)
@@ -90,6 +93,14 @@ func TestSEPromptPrefixStable(t *testing.T) {
 	if !strings.Contains(own, "### a.py") || !strings.Contains(own, "### own.py") || strings.Index(own, "### own.py") > strings.Index(own, "### a.py") ||
 		strings.Index(own, "### a.py") > strings.Index(own, "# Work order WO-02") {
 		t.Errorf("own segment: context files in the work order's order, then the work order:\n%s", own)
+	}
+	// The map is ranked for this order, so it differs between the orders of
+	// a build: it belongs to the order's own segment, after its context files.
+	if strings.Contains(first.user[0]+first.user[1], "Repository map") {
+		t.Error("the repository map moved into a shared segment")
+	}
+	if i := strings.Index(own, repoMap); i < strings.Index(own, "### a.py") || i > strings.Index(own, "# Work order WO-02") {
+		t.Errorf("own segment: the map is not between the context files and the work order:\n%s", own)
 	}
 }
 

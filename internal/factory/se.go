@@ -174,7 +174,9 @@ Rules the harness enforces (a violation fails the attempt and nothing is written
 //  2. other shared: its other shared context files, sorted — the same
 //     bytes in every order that lists them until one changes them;
 //  3. the order's own: its other context files, in the work order's
-//     order (the context budget is spent in that order), then the work
+//     order (the context budget is spent in that order), the repository
+//     map ranked for this order (Options.RepoMap: it differs from order to
+//     order, so it never goes before this segment), then the work
 //     order itself (intent, notes, allowed files with their hashes,
 //     forbidden, acceptance, verification, postconditions) — the same bytes
 //     in every attempt, since each starts from the same baseline;
@@ -231,6 +233,11 @@ func (r *Run) buildPrompt(previous *FailureBrief) (prompt, error) {
 		b.WriteString(part + "\n")
 	case len(shared) == 0 && len(stable) == 0:
 		b.WriteString("# Context files\n(none)\n\n")
+	}
+	if r.repoMap != "" {
+		b.WriteString("# Code elsewhere in the repository\nDefinitions and signatures of other files, ranked by how much this " +
+			"work order's files use them or are used by them. Keep these signatures unless the work order changes them.\n\n")
+		b.WriteString(strings.TrimRight(r.repoMap, "\n") + "\n\n")
 	}
 	fmt.Fprintf(&b, "# Work order %s: %s\n\n## Intent\n%s\n", wo.ID, wo.Title, wo.Intent)
 	if wo.Notes != nil && strings.TrimSpace(*wo.Notes) != "" {

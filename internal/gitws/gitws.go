@@ -93,9 +93,12 @@ func gitEnv(readOnly bool, extra ...string) []string {
 // runGit runs git in dir with gitSettings, then pinned (the --git-dir and
 // --work-tree options, empty before Open has resolved them), then args.
 func runGit(ctx context.Context, dir string, env, pinned []string, args ...string) ([]byte, error) {
+	return proc.Output(ctx, dir, gitArgv(pinned, args), env)
+}
+
+func gitArgv(pinned, args []string) []string {
 	argv := make([]string, 0, 1+len(gitSettings)+len(pinned)+len(args))
-	argv = append(append(append(append(argv, "git"), gitSettings...), pinned...), args...)
-	return proc.Output(ctx, dir, argv, env)
+	return append(append(append(append(argv, "git"), gitSettings...), pinned...), args...)
 }
 
 func (r *Repo) pinned() []string {

@@ -14,6 +14,7 @@ import (
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/repomap/gitsrc"
 )
 
 // Tool names.
@@ -236,6 +237,10 @@ func (s *Server) plan(ctx context.Context, _ *sdk.CallToolRequest, a PlanArgs) (
 	if err != nil {
 		return nil, nil, err
 	}
+	repoMap, err := plannerMap(ctx, repo, string(spec), bo.MapTokens)
+	if err != nil {
+		return nil, nil, err
+	}
 	artifacts := filepath.Join(out, "compile_artifacts")
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("create artifacts directory: %v", err)
@@ -246,7 +251,7 @@ func (s *Server) plan(ctx context.Context, _ *sdk.CallToolRequest, a PlanArgs) (
 		Model: bo.PlannerModel, ModelName: bo.Run.ModelName, ReasoningEffort: bo.ReasoningEffort, MaxOutputTokens: bo.MaxOutputTokens,
 		MaxAttempts: bo.PlanMaxAttempts, Review: bo.Review, ReviewModelName: bo.ReviewModelName, MaxReviewCycles: 2,
 		Env:          planner.Env{RepoFiles: repoFiles, Python: bo.Python},
-		ArtifactsDir: artifacts, Progress: s.o.Log,
+		ArtifactsDir: artifacts, Progress: s.o.Log, RepoMap: repoMap,
 	})
 	var invalid *planner.InvalidPlanError
 	switch {
@@ -466,6 +471,20 @@ func trackedFiles(ctx context.Context, dir string) ([]string, error) {
 		return nil, fmt.Errorf("repo: %v", err)
 	}
 	return files, nil
+}
+
+// plannerMap is the repository map of HEAD of dir ranked for spec, as
+// 'factory plan' shows it; "" without a repository or budget.
+func plannerMap(ctx context.Context, dir, spec string, tokens int) (string, error) {
+	if dir == "" || tokens <= 0 {
+		return "", nil
+	}
+	repo, err := gitws.Open(ctx, dir)
+	if err != nil {
+		return "", fmt.Errorf("repo: %v", err)
+	}
+	v, _, err := gitsrc.ForSpec(ctx, repo, spec, tokens)
+	return v.Text, err
 }
 
 // missingArgs names the required arguments that are empty, or "".

@@ -58,3 +58,40 @@ func TestPlannerRevisionKeepsThePrefix(t *testing.T) {
 		}
 	}
 }
+
+// The map is planner input: the planner's and the reviewer's prompts carry
+// it, the summary records its hash, and the default prompt cache key
+// changes with it (the same spec over another tree is another prompt).
+func TestPlannerMapIsInput(t *testing.T) {
+	const spec = "# spec\nextend Add\n"
+	keys := map[string]bool{}
+	for _, repoMap := range []string{"", "Repository map: 1 of 1\n\ncalc.py\n    1: def Add(a, b):\n", "Repository map: 1 of 1\n\ncalc.py\n    1: def Add(a, b, c):\n"} {
+		m := &captureModel{reply: `{"findings": []}`}
+		o := Options{Spec: spec, Template: DefaultTemplate, Model: m, ModelName: "m", MaxAttempts: 1,
+			ArtifactsDir: t.TempDir(), RepoMap: repoMap}
+		c := &compiler{o: o, sum: Summary{CompileHash: CompileHash(o.Spec, o.Template, o.ModelName, "")}}
+		if _, err := c.review(context.Background(), 1, "{}"); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = Compile(context.Background(), o)
+		if len(m.reqs) != 2 {
+			t.Fatalf("%d requests, want a review and a plan", len(m.reqs))
+		}
+		for i, r := range m.reqs {
+			if got := strings.Contains(r.Messages[0].Content, "# The code already in the repository"); got != (repoMap != "") {
+				t.Errorf("map %q, request %d: map section present = %v", repoMap, i, got)
+			}
+			if repoMap != "" && !strings.Contains(r.Messages[0].Content, strings.TrimSpace(repoMap)) {
+				t.Errorf("request %d does not carry the map", i)
+			}
+		}
+		want := PromptCacheKey(c.sum.CompileHash, repoMap)
+		if repoMap == "" && want != "factory-plan-"+c.sum.CompileHash {
+			t.Errorf("without a map the cache key changed: %s", want)
+		}
+		if m.reqs[1].CacheKey != want || keys[want] {
+			t.Errorf("map %q: cache key %s (seen before: %v)", repoMap, m.reqs[1].CacheKey, keys[want])
+		}
+		keys[want] = true
+	}
+}

@@ -42,14 +42,28 @@ type Options struct {
 	ArtifactsDir    string
 	Progress        io.Writer
 	// CacheKey is every request's llm.Request.CacheKey (the provider's
-	// prompt cache key); "" means one derived from the compile hash.
+	// prompt cache key); "" means one derived from the compile hash and
+	// the repository map.
 	CacheKey string
+	// RepoMap is the repository map the planner and the reviewer see
+	// (repomap.View.Text, ranked for the spec); "" for none.
+	RepoMap string
 }
 
 // CompileHash is sha256(spec + template + model + reasoning_effort)[:16]:
 // the same inputs always name the same plan request.
 func CompileHash(spec, template, model, effort string) string {
 	return canon.SHA256Hex([]byte(spec + template + model + effort))[:16]
+}
+
+// PromptCacheKey is the default provider cache key of a compile's
+// requests: the compile hash, and the map's hash when the prompts carry a
+// map, since the same spec over another tree is another prompt.
+func PromptCacheKey(compileHash, repoMap string) string {
+	if repoMap == "" {
+		return "factory-plan-" + compileHash
+	}
+	return "factory-plan-" + compileHash + "-" + canon.SHA256Hex([]byte(repoMap))[:8]
 }
 
 // ModelError is a failed model call (after transport retries). Err is an
@@ -93,6 +107,7 @@ type Summary struct {
 	ReviewModel      string       `json:"review_model,omitempty"`
 	TemplateSHA256   string       `json:"template_sha256"`
 	SpecSHA256       string       `json:"spec_sha256"`
+	RepoMapSHA256    string       `json:"repo_map_sha256,omitempty"` // the map the prompts carried, if any
 	ValidatorVersion string       `json:"validator_version"`
 	Attempts         int          `json:"attempts"`
 	AcceptedAttempt  int          `json:"accepted_attempt"` // the attempt whose plan was written; 0 on failure
@@ -141,6 +156,9 @@ func Compile(ctx context.Context, o Options) (*Outcome, error) {
 	if o.Review {
 		c.sum.ReviewModel = o.ReviewModelName
 	}
+	if o.RepoMap != "" {
+		c.sum.RepoMapSHA256 = canon.SHA256Hex([]byte(o.RepoMap))
+	}
 	if err := clearArtifacts(o.ArtifactsDir); err != nil {
 		return nil, err
 	}
@@ -167,7 +185,7 @@ func Compile(ctx context.Context, o Options) (*Outcome, error) {
 }
 
 func (c *compiler) run(ctx context.Context) (*workorder.Manifest, error) {
-	base := Render(c.o.Template, c.o.Spec, c.o.Env.RepoFiles)
+	base := Render(c.o.Template, c.o.Spec, c.o.Env.RepoFiles, c.o.RepoMap)
 	content, res, err := c.validationLoop(ctx, base, "plan")
 	if err != nil {
 		return nil, err
@@ -297,7 +315,7 @@ func (c *compiler) ask(ctx context.Context, model string, segments []string, sch
 		CacheKey:        c.o.CacheKey,
 	}
 	if req.CacheKey == "" {
-		req.CacheKey = "factory-plan-" + c.sum.CompileHash
+		req.CacheKey = PromptCacheKey(c.sum.CompileHash, c.o.RepoMap)
 	}
 	for _, s := range segments {
 		req.Messages = append(req.Messages, llm.Message{Role: "user", Content: s})

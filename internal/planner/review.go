@@ -43,6 +43,7 @@ func reviewSchema() (*responseSchema, error) {
 func (c *compiler) review(ctx context.Context, cycle int, content string) ([]Finding, error) {
 	prompt := strings.NewReplacer(
 		PlaceholderSpec, strings.TrimSpace(c.o.Spec),
+		"{{REPO_MAP}}", mapSection(c.o.RepoMap),
 		"{{PLAN_JSON}}", fenced(content),
 	).Replace(reviewerTemplate)
 	if err := c.writeText(fmt.Sprintf("reviewer_prompt_%d.txt", cycle), prompt); err != nil {

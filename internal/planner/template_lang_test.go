@@ -16,7 +16,7 @@ var seedsPrompt string
 
 func TestRenderPythonIsTheSeedsPrompt(t *testing.T) {
 	for _, files := range [][]string{nil, {"README.md"}, {"calc/core.py", "tests/test_core.py"}, {"pyproject.toml", "pkg/a.py"}, {"Makefile", "tool.py"}} {
-		if got, want := Render(DefaultTemplate, "spec", files), Render(seedsPrompt, "spec", files); got != want {
+		if got, want := Render(DefaultTemplate, "spec", files, ""), Render(seedsPrompt, "spec", files, ""); got != want {
 			t.Errorf("files %q: the rendered prompt differs from the seeds' prompt", files)
 		}
 	}
@@ -39,7 +39,7 @@ func TestRenderSpeaksTheRepositoryLanguage(t *testing.T) {
 		{"go with verify.sh", []string{"go.mod", "scripts/verify.sh"}, []string{"It has `scripts/verify.sh`", "`go test ./...`"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Render(DefaultTemplate, "spec", tc.files)
+			got := Render(DefaultTemplate, "spec", tc.files, "")
 			rest := got
 			for _, w := range tc.want {
 				i := strings.Index(rest, w)

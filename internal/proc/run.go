@@ -302,6 +302,13 @@ func createOutput(path, stream string) (*os.File, error) {
 // Like Run, it kills the process group when the command ends, and it captures output through files
 // rather than pipes, so that a background process started by a git hook cannot hold Output up.
 func Output(ctx context.Context, dir string, argv []string, env []string) ([]byte, error) {
+	return OutputInput(ctx, dir, argv, env, nil)
+}
+
+// OutputInput is Output with input on the command's stdin (nil means
+// /dev/null), given through a file as stdout is, so that no copying
+// goroutine outlives the command.
+func OutputInput(ctx context.Context, dir string, argv []string, env []string, input []byte) ([]byte, error) {
 	fail := func(err error) *RunError {
 		return &RunError{Argv: argv, Dir: dir, ExitCode: -1, Err: err}
 	}
@@ -320,6 +327,20 @@ func Output(ctx context.Context, dir string, argv []string, env []string) ([]byt
 	defer stderr.Close()
 
 	cmd := command(ctx, dir, argv, env)
+	if input != nil {
+		stdin, err := scratchFile()
+		if err != nil {
+			return nil, fail(err)
+		}
+		defer stdin.Close()
+		if _, err := stdin.Write(input); err != nil {
+			return nil, fail(fmt.Errorf("cannot write stdin: %w", err))
+		}
+		if _, err := stdin.Seek(0, io.SeekStart); err != nil {
+			return nil, fail(fmt.Errorf("cannot rewind stdin: %w", err))
+		}
+		cmd.Stdin = stdin
+	}
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	runErr := wait(cmd, nil, nil)

@@ -280,6 +280,25 @@ func TestOutput(t *testing.T) {
 	}
 }
 
+func TestOutputInput(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		input []byte
+		want  string
+	}{
+		{"input", []byte("a\nb\n"), "2\n"},
+		{"nil is /dev/null", nil, "0\n"},
+		{"empty", []byte{}, "0\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := OutputInput(context.Background(), t.TempDir(), []string{"sh", "-c", "wc -l | tr -d ' '"}, nil, tc.input)
+			if err != nil || string(got) != tc.want {
+				t.Errorf("OutputInput = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestOutputFailures(t *testing.T) {
 	dir := t.TempDir()
 	canceled, cancel := context.WithCancel(context.Background())

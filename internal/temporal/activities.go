@@ -219,7 +219,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanResult, error)
 	}
 	o := builder.Options{Out: s.out, PlannerModel: m.Planner, Template: b.Template, ReasoningEffort: b.ReasoningEffort,
 		MaxOutputTokens: b.MaxOutputTokens, PlanMaxAttempts: b.PlanMaxAttempts, Review: b.Review, ReviewModelName: b.ReviewModel,
-		Python: a.cfg.Python, Meter: m.Meter, Progress: s.log, CacheKey: b.CacheKey}
+		Python: a.cfg.Python, Meter: m.Meter, Progress: s.log, CacheKey: b.CacheKey, MapTokens: b.MapTokens}
 	if o.Template == "" {
 		o.Template = planner.DefaultTemplate
 	}
@@ -304,7 +304,7 @@ func (a *Activities) WorkOrder(ctx context.Context, in WorkOrderInput) (WorkOrde
 	run.Temperature, run.JSONSchema, run.MaxAttempts = b.Temperature, b.JSONSchema, b.MaxAttempts
 	run.CommandTimeout, run.VerifyCommands = time.Duration(b.TimeoutSeconds)*time.Second, b.VerifyCommands
 	run.Lock = s.lock
-	step := builder.Step{Options: builder.Options{Run: run, Meter: m.Meter, Progress: s.log, CacheKey: b.CacheKey}, Repo: s.repo,
+	step := builder.Step{Options: builder.Options{Run: run, Meter: m.Meter, Progress: s.log, CacheKey: b.CacheKey, MapTokens: b.MapTokens}, Repo: s.repo,
 		PlanHash: b.PlanHash, BuildDir: filepath.Join(s.out, "builds", b.PlanHash), CacheLayout: &in.CacheLayout}
 	line, stopped, err := step.RunWorkOrder(s.ctx, wo)
 	res.WorkOrder, res.StoppedEarly = line, stopped

@@ -79,6 +79,9 @@ type BuildInput struct {
 	PlanMaxAttempts int    `json:"plan_max_attempts"`
 	Review          bool   `json:"review"`
 	ReviewModel     string `json:"review_model"`
+	// MapTokens is the repository map's budget (builder.Options.MapTokens);
+	// 0, also in a workflow started before it existed, shows none.
+	MapTokens int `json:"map_tokens,omitempty"`
 
 	// CacheKey is the prompt cache key of every model request of the build
 	// (builder.Options.CacheKey): factory eval gives each run its own; ""
