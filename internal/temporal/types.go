@@ -34,6 +34,7 @@ const (
 	WorkflowName          = "factory.Build"
 	PlanActivityName      = "factory.Plan"
 	WorkOrderActivityName = "factory.WorkOrder"
+	IntegrateActivityName = "factory.Integrate"
 	StateQuery            = "state"
 )
 
@@ -93,7 +94,22 @@ type BuildInput struct {
 	MaxCostUSD float64 `json:"max_cost_usd"`
 
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+
+	// Jobs is how many work orders may run at once (--jobs), each on the
+	// commit builder.BaseChain gives it, integrated in plan order; 0 or 1,
+	// also in a workflow started before it existed, runs them one after
+	// the other.
+	Jobs int `json:"jobs,omitempty"`
 }
+
+// OrderRef is where a work order of a parallel build (BuildInput.Jobs > 1)
+// keeps its commit on the remote until it is integrated: a ref outside
+// refs/heads, so no branch of the remote changes, that every worker can
+// fetch to start the orders depending on it.
+func OrderRef(planHash, id string) string { return orderRefs(planHash) + id }
+
+// orderRefs is the prefix of a build's OrderRefs.
+func orderRefs(planHash string) string { return "refs/factory/" + planHash + "/" }
 
 // WorkflowID is the build's workflow id: the same remote, base, branch
 // and plan are the same build, so submitting it again attaches to it.
@@ -147,6 +163,11 @@ type PlanResult struct {
 	Worker     string              `json:"worker"`
 	Spend      Spend               `json:"spend"`
 	Lines      []string            `json:"lines"` // progress
+	// For a parallel build (BuildInput.Jobs > 1): the work orders already
+	// on the remote's build branch (builder.Passed) and the branch's
+	// commit, "" when it does not exist.
+	Passed    map[string]string `json:"passed,omitempty"`
+	BranchTip string            `json:"branch_tip,omitempty"`
 }
 
 // WorkOrderInput is the WorkOrder activity's input.
@@ -161,6 +182,31 @@ type WorkOrderInput struct {
 	// prompt's shared context and the cache retention are the same as in a
 	// local build of the plan.
 	CacheLayout builder.CacheLayout `json:"cache_layout"`
+	// Parallel: the work order runs on Parent with the commits of Chain
+	// replayed onto it (builder.BaseChain), and its commit goes to
+	// OrderRef, not to the branch: the Integrate step puts it there.
+	Parallel bool     `json:"parallel,omitempty"`
+	Chain    []string `json:"chain,omitempty"`
+}
+
+// IntegrateInput is the Integrate activity's input: put a parallel
+// build's passed work order onto the build branch at Tip.
+type IntegrateInput struct {
+	Build      BuildInput          `json:"build"`
+	WorkflowID string              `json:"workflow_id"`
+	BaseCommit string              `json:"base_commit"`
+	WorkOrder  workorder.WorkOrder `json:"work_order"`
+	Commit     string              `json:"commit"` // the order's, at its OrderRef; its parent is where it ran from
+	Tip        string              `json:"tip"`    // the branch's commit on the remote; "" when it does not exist yet
+}
+
+// IntegrateResult is how an integration ended: the order's commit on
+// the branch, or why it must run again from the branch's tip.
+type IntegrateResult struct {
+	Commit string   `json:"commit,omitempty"`
+	Rerun  string   `json:"rerun,omitempty"`
+	Worker string   `json:"worker"`
+	Lines  []string `json:"lines,omitempty"`
 }
 
 // WorkOrderResult is one work order's outcome: the summary line of a
