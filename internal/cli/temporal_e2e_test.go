@@ -8,6 +8,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -576,5 +577,67 @@ func TestTemporalCancel(t *testing.T) {
 		if out := runFactory(t, nil, cmd, "--temporal", addr, "--workflow", "no-such-build"); out.code != ExitUsage || !strings.Contains(out.stderr, "no such workflow") {
 			t.Errorf("%s of an unknown workflow: exit %d\n%s", cmd, out.code, out.stderr)
 		}
+	}
+}
+
+// -j 2 on two workers: after the test suite (WO-01), which every order
+// depends on, two orders at a time — one per worker — of three
+// independent chains; the remote's build branch then has the
+// first-parent history of a local serial build with the same replies
+// (the same work orders in plan order, each commit with the same tree),
+// every prompt was sent once, and the orders' commits wait at their
+// OrderRefs, not on branches of the remote.
+func TestTemporalBuildParallel(t *testing.T) {
+	addr := startTemporal(t)
+	ref := newBuildFixture(t, chainPlan(""))
+	refBase := git(t, ref.repo, "rev-parse", "HEAD")
+	if res := ref.build(t, llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL); res.code != ExitPass {
+		t.Fatalf("local serial build: exit %d\n%s", res.code, res.stderr)
+	}
+	f := newBuildFixture(t, chainPlan(""))
+	url, remote := bareRemote(t, f.repo)
+	routes := newRoutes(chainReplies())
+	srv := llmtest.StartRouted(t, routes.route)
+	for _, id := range []string{"worker-a", "worker-b"} {
+		startWorker(t, addr, id, []string{"OPENAI_API_KEY=k"}, "--llm-base-url", srv.URL)
+	}
+	s := submit(t, nil, temporalBuildArgs(addr, url, f, "--json", "-j", "2")...)
+	if code := s.wait(t, 3*time.Minute); code != ExitPass {
+		t.Fatalf("exit %d\n%s%s", code, s.stdout.String(), s.stderr.String())
+	}
+	var res temporal.BuildResult
+	if err := json.Unmarshal([]byte(s.stdout.String()), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, s.stdout.String())
+	}
+	workers := map[string]bool{}
+	for _, wo := range res.WorkOrders {
+		workers[wo.Worker] = true
+		if wo.Outcome != builder.OutcomePassed || wo.Commit == "" {
+			t.Errorf("%s: %+v", wo.ID, wo)
+		}
+	}
+	if len(res.WorkOrders) != 7 || !workers["worker-a"] || !workers["worker-b"] {
+		t.Errorf("work orders ran on %v, want both workers: %+v", workers, res.WorkOrders)
+	}
+	for id := range chainReplies() {
+		if n := routes.count(id); n != 1 {
+			t.Errorf("the model was asked for %s %d times, want 1", id, n)
+		}
+	}
+	if !strings.Contains(s.stderr.String(), "up to 2 work orders at a time") || !strings.Contains(s.stderr.String(), "integrated as") {
+		t.Errorf("the submitter's progress does not show a parallel build:\n%s", s.stderr.String())
+	}
+	clone := remoteBranch(t, remote, res.Branch)
+	if got, want := firstParentTrees(t, clone, git(t, f.repo, "rev-parse", "HEAD")), firstParentTrees(t, ref.repo, refBase); len(want) != 7 || !slices.Equal(got, want) {
+		t.Errorf("the remote's history differs from the local serial build's:\n%q\nwant\n%q", got, want)
+	}
+	if head := git(t, clone, "rev-parse", "HEAD"); head != res.Head {
+		t.Errorf("result head %s, branch at %s", res.Head, head)
+	}
+	if branches := git(t, remote, "for-each-ref", "--format=%(refname)", "refs/heads"); strings.Count(branches, "\n") != 1 {
+		t.Errorf("branches of the remote:\n%s", branches)
+	}
+	if refs := git(t, remote, "for-each-ref", "--format=%(refname)", "refs/factory/"); strings.Count(refs, "\n")+1 != 7 {
+		t.Errorf("order refs of the remote:\n%s", refs)
 	}
 }
