@@ -1,6 +1,8 @@
 // Package temporal runs factory builds across machines on Temporal: a
 // Build workflow that plans once and then runs one WorkOrder activity per
-// work order, in order, on whichever worker takes it; the worker; and
+// work order, in order, on whichever worker takes it (with Jobs > 1,
+// independent ones at once, integrated in plan order by Integrate
+// activities, as a local parallel build does); the worker; and
 // submit, follow, status and cancel for the client side. The repository
 // travels through git (a remote every worker can reach); each work order
 // runs on the worker exactly as in a local build (internal/builder's Step)

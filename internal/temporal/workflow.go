@@ -28,7 +28,8 @@ var retryPolicy = temporal.RetryPolicy{
 
 // Build is the workflow: the Plan activity once, then one WorkOrder
 // activity per work order, in order, each on the commit the previous one
-// pushed. The workflow keeps the plan, every step's outcome and the spend,
+// pushed — or, with in.Jobs > 1, independent ones at once (parallel). The
+// workflow keeps the plan, every step's outcome and the spend,
 // so a replay repeats nothing and the budget covers every step and retry.
 // It ends with the verdict of a local build: PASS completes; FAIL,
 // PLAN_INVALID, BUDGET and ERROR fail with a non-retryable application
