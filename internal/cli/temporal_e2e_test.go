@@ -641,3 +641,69 @@ func TestTemporalBuildParallel(t *testing.T) {
 		t.Errorf("order refs of the remote:\n%s", refs)
 	}
 }
+
+// -j 2 on Temporal when beta1 (WO-03) fails: beta2, which depends on it,
+// is never sent to the model; the passed orders are integrated in plan
+// order; the build exits 1 naming WO-03. Submitted again, the orders on
+// the branch are not asked again and the build passes.
+func TestTemporalBuildParallelFailureThenResume(t *testing.T) {
+	addr := startTemporal(t)
+	f := newBuildFixture(t, chainPlan(""))
+	url, remote := bareRemote(t, f.repo)
+	replies := chainReplies()
+	good := replies["WO-03"]
+	replies["WO-03"] = []llmtest.Reply{{Content: llmtest.Proposal("beta",
+		llmtest.Write{Path: "beta.py", BaseSHA256: sha(""), Content: "def beta1():\n    return 0\n"},
+		llmtest.Write{Path: "tests/test_beta1.py", BaseSHA256: sha(""), Content: chainTest("beta", 1)})}}
+	routes := newRoutes(replies)
+	for _, id := range []string{"worker-a", "worker-b"} {
+		startWorker(t, addr, id, []string{"OPENAI_API_KEY=k"}, "--llm-base-url", llmtest.StartRouted(t, routes.route).URL)
+	}
+	args := temporalBuildArgs(addr, url, f, "-j", "2")
+	res := runFactory(t, gitEnv(t.TempDir()), args...)
+	if res.code != ExitFail || !strings.Contains(res.stdout, "verdict: FAIL") || !strings.Contains(res.stdout, "WO-03") {
+		t.Fatalf("exit %d, want %d naming WO-03\nstdout:\n%s\nstderr:\n%s", res.code, ExitFail, res.stdout, res.stderr)
+	}
+	if n := routes.count("WO-06"); n != 0 {
+		t.Errorf("WO-06 (depends on the failed WO-03) asked %d times", n)
+	}
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	var subjects []string
+	for _, l := range firstParentTrees(t, remoteBranch(t, remote, "factory/"+planHashOf(t, f)), base) {
+		subjects = append(subjects, strings.Fields(l)[1])
+	}
+	// WO-02 ran beside WO-03; whether WO-04, WO-05 and WO-07 started
+	// before WO-03 failed is a matter of timing.
+	if !slices.IsSorted(subjects) || len(subjects) < 2 || !slices.Equal(subjects[:2], []string{"WO-01", "WO-02"}) ||
+		slices.Contains(subjects, "WO-03") || slices.Contains(subjects, "WO-06") {
+		t.Errorf("integrated %v, want WO-01, WO-02 and perhaps WO-04, WO-05, WO-07", subjects)
+	}
+
+	before := map[string]int{}
+	for id := range chainReplies() {
+		before[id] = routes.count(id)
+	}
+	routes.mu.Lock()
+	routes.replies["WO-03"] = good
+	routes.mu.Unlock()
+	res = runFactory(t, gitEnv(t.TempDir()), args...)
+	if res.code != ExitPass {
+		t.Fatalf("resume: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	for id := range chainReplies() {
+		want := 1
+		if slices.Contains(subjects, id) {
+			want = 0
+		}
+		if n := routes.count(id) - before[id]; n != want {
+			t.Errorf("the resumed build asked for %s %d times, want %d", id, n, want)
+		}
+	}
+	clone := remoteBranch(t, remote, "factory/"+planHashOf(t, f))
+	if got := git(t, clone, "show", "HEAD:beta.py"); got+"\n" != chainModule("beta", 2) {
+		t.Errorf("beta.py = %q", got)
+	}
+	if n := len(firstParentTrees(t, clone, base)); n != 7 {
+		t.Errorf("%d commits on the branch, want 7", n)
+	}
+}
