@@ -585,8 +585,8 @@ func TestTemporalCancel(t *testing.T) {
 // independent chains; the remote's build branch then has the
 // first-parent history of a local serial build with the same replies
 // (the same work orders in plan order, each commit with the same tree),
-// every prompt was sent once, and the orders' commits wait at their
-// OrderRefs, not on branches of the remote.
+// every prompt was sent once, and the orders' commits wait under
+// refs/factory/<plan hash>/, not on branches of the remote.
 func TestTemporalBuildParallel(t *testing.T) {
 	addr := startTemporal(t)
 	ref := newBuildFixture(t, chainPlan(""))

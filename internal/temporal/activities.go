@@ -355,8 +355,9 @@ func (a *Activities) step(s *session, b BuildInput) builder.Step {
 
 // parallelWorkOrder runs a work order of a parallel build on a copy of
 // its own: from in.Parent with the commits of in.Chain replayed onto it,
-// its commit pushed to its OrderRef. A retry whose order's ref already
-// holds a commit made from the same start returns it, with no model call.
+// its commit pushed to its orderRef for that start. When that ref already
+// holds a commit (an earlier attempt, or an earlier build, pushed it), it
+// is the result, with no model call.
 func (a *Activities) parallelWorkOrder(ctx context.Context, in WorkOrderInput, res WorkOrderResult) (WorkOrderResult, error) {
 	wo, b := in.WorkOrder, in.Build
 	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, wo.ID), in.WorkflowID, in.Spent)
@@ -373,19 +374,15 @@ func (a *Activities) parallelWorkOrder(ctx context.Context, in WorkOrderInput, r
 			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the base of %s: %v", wo.ID, err), errTypeRefused, nil)
 		}
 	}
-	ref := OrderRef(b.PlanHash, wo.ID)
+	ref := orderRef(b.PlanHash, wo.ID, start)
 	if c, ok, err := s.repo.LookupCommit(s.ctx, ref); err != nil {
 		return res, err
 	} else if ok {
-		if parent, _, err := s.repo.LookupCommit(s.ctx, c+"^"); err != nil {
-			return res, err
-		} else if parent == start {
-			res.Outcome, res.Commit, res.Verdict, res.Reused = builder.OutcomePassed, c, builder.VerdictPass, true
-			res.Spend = s.stepSpend()
-			fmt.Fprintf(s.log, "%s: already committed as %s at %s (an earlier attempt pushed it); no model call\n", wo.ID, gitws.ShortHash(c), ref)
-			res.Lines = s.log.Lines()
-			return res, nil
-		}
+		res.Outcome, res.Commit, res.Verdict, res.Reused = builder.OutcomePassed, c, builder.VerdictPass, true
+		res.Spend = s.stepSpend()
+		fmt.Fprintf(s.log, "%s: already committed as %s at %s (an earlier attempt pushed it); no model call\n", wo.ID, gitws.ShortHash(c), ref)
+		res.Lines = s.log.Lines()
+		return res, nil
 	}
 	if err := s.repo.CheckoutAt(s.ctx, b.Branch, start); err != nil {
 		return res, err
@@ -407,7 +404,7 @@ func (a *Activities) parallelWorkOrder(ctx context.Context, in WorkOrderInput, r
 	return res, nil
 }
 
-// fetchBuild brings the remote's branches and the build's OrderRefs into
+// fetchBuild brings the remote's branches and the build's order refs into
 // s's copy.
 func (a *Activities) fetchBuild(s *session, b BuildInput) error {
 	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
@@ -461,7 +458,7 @@ func (a *Activities) Integrate(ctx context.Context, in IntegrateInput) (Integrat
 	onto := cmp.Or(in.Tip, in.BaseCommit)
 	from, ok, err := s.repo.LookupCommit(s.ctx, in.Commit+"^")
 	if err != nil || !ok {
-		return res, fmt.Errorf("integrate %s: the parent of its commit %s: not in %s after fetching %s (%v)", wo.ID, gitws.ShortHash(in.Commit), s.repo.Root, OrderRef(b.PlanHash, wo.ID), err)
+		return res, fmt.Errorf("integrate %s: its commit %s is not in %s after fetching %s* of %s (%v)", wo.ID, gitws.ShortHash(in.Commit), s.repo.Root, orderRefs(b.PlanHash), b.RepoURL, err)
 	}
 	res.Commit = in.Commit
 	if from != onto {

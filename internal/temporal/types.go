@@ -104,13 +104,15 @@ type BuildInput struct {
 	Jobs int `json:"jobs,omitempty"`
 }
 
-// OrderRef is where a work order of a parallel build (BuildInput.Jobs > 1)
-// keeps its commit on the remote until it is integrated: a ref outside
+// orderRef is where a work order of a parallel build (BuildInput.Jobs > 1)
+// that ran from commit start keeps its commit on the remote: a ref outside
 // refs/heads, so no branch of the remote changes, that every worker can
-// fetch to start the orders depending on it.
-func OrderRef(planHash, id string) string { return orderRefs(planHash) + id }
+// fetch to start the orders depending on it and to integrate it. A run
+// from another start (a rerun) gets a ref of its own, so an order that
+// started from the earlier commit still finds it.
+func orderRef(planHash, id, start string) string { return orderRefs(planHash) + id + "/" + start }
 
-// orderRefs is the prefix of a build's OrderRefs.
+// orderRefs is the prefix of a build's orderRefs.
 func orderRefs(planHash string) string { return "refs/factory/" + planHash + "/" }
 
 // WorkflowID is the build's workflow id: the same remote, base, branch
@@ -186,7 +188,7 @@ type WorkOrderInput struct {
 	CacheLayout builder.CacheLayout `json:"cache_layout"`
 	// Parallel: the work order runs on Parent with the commits of Chain
 	// replayed onto it (builder.BaseChain), and its commit goes to
-	// OrderRef, not to the branch: the Integrate step puts it there.
+	// orderRef, not to the branch: the Integrate step puts it there.
 	Parallel bool     `json:"parallel,omitempty"`
 	Chain    []string `json:"chain,omitempty"`
 }
@@ -198,7 +200,7 @@ type IntegrateInput struct {
 	WorkflowID string              `json:"workflow_id"`
 	BaseCommit string              `json:"base_commit"`
 	WorkOrder  workorder.WorkOrder `json:"work_order"`
-	Commit     string              `json:"commit"` // the order's, at its OrderRef; its parent is where it ran from
+	Commit     string              `json:"commit"` // the order's, at its orderRef; its parent is where it ran from
 	Tip        string              `json:"tip"`    // the branch's commit on the remote; "" when it does not exist yet
 }
 

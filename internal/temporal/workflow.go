@@ -118,7 +118,7 @@ func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout 
 	r, wos := &w.st, plan.Manifest.WorkOrders
 	deps := builder.Dependencies(plan.Manifest)
 	st := make([]builder.OrderState, len(wos))
-	// commits are each order's latest: its own, at its OrderRef (what the
+	// commits are each order's latest: its own, at its orderRef (what the
 	// orders depending on it start from, as in a local build), or, for an
 	// order an earlier workflow integrated, the branch's.
 	commits := make([]string, len(wos))
@@ -148,8 +148,7 @@ func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout 
 	sel := workflow.NewSelector(ctx)
 	// start runs order j from parent with chain replayed onto it; a nil
 	// chain runs it again from the branch's tip, parent.
-	var start func(j int, parent string, chain []string)
-	start = func(j int, parent string, chain []string) {
+	start := func(j int, parent string, chain []string) {
 		st[j], chains[j] = builder.StateRunning, chain
 		f := workflow.ExecuteActivity(actx, WorkOrderActivityName, WorkOrderInput{
 			Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: plan.BaseCommit, Parent: parent, WorkOrder: wos[j], Spent: w.spent,
