@@ -16,7 +16,10 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/factory-harness/factory/internal/builder"
@@ -640,6 +643,33 @@ func TestTemporalBuildParallel(t *testing.T) {
 	if refs := git(t, remote, "for-each-ref", "--format=%(refname)", "refs/factory/"); strings.Count(refs, "\n")+1 != 7 {
 		t.Errorf("order refs of the remote:\n%s", refs)
 	}
+	// The workflow is deterministic: replayed from its history, whatever
+	// order the activities ended in, it makes the same decisions.
+	replayer := sdkworker.NewWorkflowReplayer()
+	replayer.RegisterWorkflowWithOptions(temporal.Build, workflow.RegisterOptions{Name: temporal.WorkflowName})
+	if err := replayer.ReplayWorkflowHistory(nil, workflowHistory(t, addr, res.WorkflowID)); err != nil {
+		t.Errorf("replaying the workflow's history: %v", err)
+	}
+}
+
+// workflowHistory is the workflow's history, as a replayer takes it.
+func workflowHistory(t *testing.T, addr, id string) *historypb.History {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h := &historypb.History{}
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	return h
 }
 
 // -j 2 on Temporal when beta1 (WO-03) fails: beta2, which depends on it,
