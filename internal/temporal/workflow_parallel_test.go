@@ -29,6 +29,7 @@ type parallelSteps struct {
 	calls   []WorkOrderInput
 	merges  []IntegrateInput
 	rerun   map[string]bool
+	block   map[string]bool // these run until they are canceled
 	running int
 	most    int // work orders running at once, at most
 }
@@ -43,7 +44,18 @@ func (f *parallelSteps) plan(_ context.Context, in PlanInput) (PlanResult, error
 	return PlanResult{Manifest: m, BaseCommit: "base", Source: builder.PlanGiven}, nil
 }
 
-func (f *parallelSteps) workOrder(_ context.Context, in WorkOrderInput) (WorkOrderResult, error) {
+func (f *parallelSteps) workOrder(ctx context.Context, in WorkOrderInput) (WorkOrderResult, error) {
+	if f.block[in.WorkOrder.ID] {
+		f.mu.Lock()
+		f.calls = append(f.calls, in)
+		f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return WorkOrderResult{}, temporal.NewCanceledError()
+		case <-time.After(10 * time.Second):
+			return WorkOrderResult{}, errors.New(in.WorkOrder.ID + " was not canceled")
+		}
+	}
 	f.mu.Lock()
 	n := 0
 	for _, c := range f.calls {
@@ -77,8 +89,11 @@ func (f *parallelSteps) integrate(_ context.Context, in IntegrateInput) (Integra
 
 func (f *parallelSteps) run(t *testing.T, jobs int) (BuildResult, error) {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
+	return f.runIn(t, new(testsuite.WorkflowTestSuite).NewTestWorkflowEnvironment(), jobs)
+}
+
+func (f *parallelSteps) runIn(t *testing.T, env *testsuite.TestWorkflowEnvironment, jobs int) (BuildResult, error) {
+	t.Helper()
 	env.RegisterWorkflowWithOptions(Build, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(f.plan, activity.RegisterOptions{Name: PlanActivityName})
 	env.RegisterActivityWithOptions(f.workOrder, activity.RegisterOptions{Name: WorkOrderActivityName})
@@ -89,7 +104,8 @@ func (f *parallelSteps) run(t *testing.T, jobs int) (BuildResult, error) {
 	}
 	var res BuildResult
 	if err := env.GetWorkflowError(); err != nil {
-		if !details(err, &res) {
+		var canceled *temporal.CanceledError
+		if !details(err, &res) && !(errors.As(err, &canceled) && canceled.HasDetails() && canceled.Details(&res) == nil) {
 			t.Fatalf("a failed workflow without a result: %v", err)
 		}
 		return res, err
@@ -257,5 +273,31 @@ func TestParallelBuildRerun(t *testing.T) {
 	}
 	if got := strings.Join(commitsOf(res), " "); got != wantCommits {
 		t.Errorf("commits %s, want %s", got, wantCommits)
+	}
+}
+
+// A cancel while orders run: they are canceled (rolled back on their
+// workers), no new one starts, the integrated order stays, and the
+// workflow ends canceled.
+func TestParallelBuildCanceled(t *testing.T) {
+	f := &parallelSteps{block: map[string]bool{"WO-02": true, "WO-03": true}, script: map[string][]func(WorkOrderInput) (WorkOrderResult, error){
+		"WO-01": {pass("c01")}, "WO-04": {pass("c04")}}}
+	env := new(testsuite.WorkflowTestSuite).NewTestWorkflowEnvironment()
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	res, err := f.runIn(t, env, 2)
+	var canceled *temporal.CanceledError
+	if !errors.As(err, &canceled) || res.Verdict != VerdictCanceled {
+		t.Fatalf("%v: verdict %s", err, res.Verdict)
+	}
+	var ran []string
+	for _, c := range f.calls {
+		ran = append(ran, c.WorkOrder.ID)
+	}
+	slices.Sort(ran)
+	if got := strings.Join(ran, " "); got != "WO-01 WO-02 WO-03" {
+		t.Errorf("ran %s, want WO-01 WO-02 WO-03", got)
+	}
+	if len(f.merges) != 1 || res.Head != "ic01" || res.WorkOrders[0].Commit != "ic01" {
+		t.Errorf("integrations %+v, head %s: want WO-01 alone", f.merges, res.Head)
 	}
 }
