@@ -289,6 +289,9 @@ func TestParallelBuildCanceled(t *testing.T) {
 	if !errors.As(err, &canceled) || res.Verdict != VerdictCanceled {
 		t.Fatalf("%v: verdict %s", err, res.Verdict)
 	}
+	// A canceled activity's goroutine may still be ending.
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var ran []string
 	for _, c := range f.calls {
 		ran = append(ran, c.WorkOrder.ID)
