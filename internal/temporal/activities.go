@@ -380,7 +380,7 @@ func (a *Activities) parallelWorkOrder(ctx context.Context, in WorkOrderInput, r
 	} else if ok {
 		res.Outcome, res.Commit, res.Verdict, res.Reused = builder.OutcomePassed, c, builder.VerdictPass, true
 		res.Spend = s.stepSpend()
-		fmt.Fprintf(s.log, "%s: already committed as %s at %s (an earlier attempt pushed it); no model call\n", wo.ID, gitws.ShortHash(c), ref)
+		fmt.Fprintf(s.log, "%s: already committed as %s at %s (an earlier attempt or build pushed it); no model call\n", wo.ID, gitws.ShortHash(c), ref)
 		res.Lines = s.log.Lines()
 		return res, nil
 	}
@@ -457,8 +457,10 @@ func (a *Activities) Integrate(ctx context.Context, in IntegrateInput) (Integrat
 	}
 	onto := cmp.Or(in.Tip, in.BaseCommit)
 	from, ok, err := s.repo.LookupCommit(s.ctx, in.Commit+"^")
-	if err != nil || !ok {
-		return res, fmt.Errorf("integrate %s: its commit %s is not in %s after fetching %s* of %s (%v)", wo.ID, gitws.ShortHash(in.Commit), s.repo.Root, orderRefs(b.PlanHash), b.RepoURL, err)
+	if err != nil {
+		return res, fmt.Errorf("integrate %s: %w", wo.ID, err)
+	} else if !ok {
+		return res, fmt.Errorf("integrate %s: its commit %s is not in %s after fetching %s* of %s", wo.ID, gitws.ShortHash(in.Commit), s.repo.Root, orderRefs(b.PlanHash), b.RepoURL)
 	}
 	res.Commit = in.Commit
 	if from != onto {
