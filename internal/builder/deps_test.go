@@ -83,54 +83,54 @@ func TestConcurrent(t *testing.T) {
 
 func TestSchedule(t *testing.T) {
 	const (
-		P = statePending
-		R = stateRunning
-		S = statePassed
-		G = stateIntegrating
-		I = stateIntegrated
-		F = stateFailed
-		B = stateBlocked
+		P = StatePending
+		R = StateRunning
+		S = StatePassed
+		G = StateIntegrating
+		I = StateIntegrated
+		F = StateFailed
+		B = StateBlocked
 	)
 	// 0 ← 1, 0 ← 2, 1 ← 3, 2 ← 4: two chains after a common root.
 	deps := [][]int{nil, {0}, {0}, {1}, {2}}
 	for _, tc := range []struct {
 		name      string
-		st        []orderState
+		st        []OrderState
 		jobs      int
 		stopping  bool
 		integrate int
 		start     []int
 	}{
-		{"the root first", []orderState{P, P, P, P, P}, 3, false, -1, []int{0}},
-		{"the root is integrated: both chains start", []orderState{I, P, P, P, P}, 3, false, -1, []int{1, 2}},
-		{"jobs bound the start", []orderState{I, P, P, P, P}, 1, false, -1, []int{1}},
-		{"integration waits for an earlier order", []orderState{I, R, S, P, P}, 1, false, -1, nil},
-		{"plan order: the earlier passes first", []orderState{I, S, S, P, P}, 3, false, 1, []int{3, 4}},
-		{"one integration at a time", []orderState{I, G, S, R, P}, 2, false, -1, []int{4}},
-		{"a dependency on the branch starts its dependant", []orderState{I, I, S, P, P}, 3, false, 2, []int{3, 4}},
-		{"a passed dependency starts its dependant", []orderState{I, R, S, P, P}, 3, false, -1, []int{4}},
-		{"after a failure nothing starts", []orderState{I, F, I, B, P}, 3, true, -1, nil},
-		{"after a failure the others are integrated", []orderState{I, F, S, B, P}, 3, true, 2, nil},
-		{"after a failure a running order is waited for", []orderState{I, F, R, B, P}, 3, true, -1, nil},
+		{"the root first", []OrderState{P, P, P, P, P}, 3, false, -1, []int{0}},
+		{"the root is integrated: both chains start", []OrderState{I, P, P, P, P}, 3, false, -1, []int{1, 2}},
+		{"jobs bound the start", []OrderState{I, P, P, P, P}, 1, false, -1, []int{1}},
+		{"integration waits for an earlier order", []OrderState{I, R, S, P, P}, 1, false, -1, nil},
+		{"plan order: the earlier passes first", []OrderState{I, S, S, P, P}, 3, false, 1, []int{3, 4}},
+		{"one integration at a time", []OrderState{I, G, S, R, P}, 2, false, -1, []int{4}},
+		{"a dependency on the branch starts its dependant", []OrderState{I, I, S, P, P}, 3, false, 2, []int{3, 4}},
+		{"a passed dependency starts its dependant", []OrderState{I, R, S, P, P}, 3, false, -1, []int{4}},
+		{"after a failure nothing starts", []OrderState{I, F, I, B, P}, 3, true, -1, nil},
+		{"after a failure the others are integrated", []OrderState{I, F, S, B, P}, 3, true, 2, nil},
+		{"after a failure a running order is waited for", []OrderState{I, F, R, B, P}, 3, true, -1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := nextIntegration(deps, tc.st, tc.stopping); got != tc.integrate {
-				t.Errorf("nextIntegration = %d, want %d", got, tc.integrate)
+			if got := NextIntegration(deps, tc.st, tc.stopping); got != tc.integrate {
+				t.Errorf("NextIntegration = %d, want %d", got, tc.integrate)
 			}
-			if got := toStart(deps, tc.st, tc.jobs, tc.stopping); !slices.Equal(got, tc.start) {
-				t.Errorf("toStart = %v, want %v", got, tc.start)
+			if got := ToStart(deps, tc.st, tc.jobs, tc.stopping); !slices.Equal(got, tc.start) {
+				t.Errorf("ToStart = %v, want %v", got, tc.start)
 			}
 		})
 	}
-	st := []orderState{I, F, P, P, P}
-	block([][]int{nil, {0}, {0}, {1}, {3}}, st, 1)
-	if want := []orderState{I, F, P, B, B}; !slices.Equal(st, want) {
-		t.Errorf("block: %v, want %v", st, want)
+	st := []OrderState{I, F, P, P, P}
+	Block([][]int{nil, {0}, {0}, {1}, {3}}, st, 1)
+	if want := []OrderState{I, F, P, B, B}; !slices.Equal(st, want) {
+		t.Errorf("Block: %v, want %v", st, want)
 	}
 	chains := [][]int{nil, {0}, {1}, {0}, {2, 3}}
 	for j, want := range [][]int{{}, {0}, {0, 1}, {0}, {0, 1, 2, 3}} {
-		if got := baseChain(chains, j); !slices.Equal(got, want) {
-			t.Errorf("baseChain(%d) = %v, want %v", j, got, want)
+		if got := BaseChain(chains, j); !slices.Equal(got, want) {
+			t.Errorf("BaseChain(%d) = %v, want %v", j, got, want)
 		}
 	}
 }

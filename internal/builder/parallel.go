@@ -13,17 +13,18 @@ import (
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/workorder"
 )
 
 // A parallel build (Options.Jobs > 1) runs each pending work order in a
 // linked worktree of its own, under <common git dir>/factory/worktrees/
 // <plan hash>/<WO-id>, as soon as its dependencies have passed, started
-// from a commit that holds them (baseChain), exactly as a serial build
+// from a commit that holds them (BaseChain), exactly as a serial build
 // runs it there —
 // the same confinement, with that worktree as the sandbox's work tree,
 // rollback, retries and journal (in the worktree's git directory). A
 // passed order's commit goes onto the build branch in plan order only
-// (nextIntegration): as it is when nothing else was integrated since its
+// (NextIntegration): as it is when nothing else was integrated since its
 // base, else replayed onto the branch as a tree operation (its files are
 // disjoint from those of the orders it does not depend on) and rechecked
 // there — global verification and its acceptance commands — and run
@@ -41,7 +42,7 @@ type orderDone struct {
 	wt    *gitws.Repo
 	base  string
 	// chain are the commits of its dependencies it started from (see
-	// baseChain), nil for an order run again from the branch's tip.
+	// BaseChain), nil for an order run again from the branch's tip.
 	chain  []string
 	commit string // in the worktree, on PASS
 	// stoppedEarly is why its attempts stopped early, if they did.
@@ -59,7 +60,7 @@ type integrated struct {
 // parallel is the state of a parallel build, owned by runParallel's loop.
 type parallel struct {
 	deps     [][]int
-	st       []orderState
+	st       []OrderState
 	commits  []string // on the branch, integrated orders
 	done     []orderDone
 	tip      string // of the build branch
@@ -77,10 +78,10 @@ func (p *parallel) latest(i int) string {
 	return p.commits[i]
 }
 
-// chainCommits are the commits order j starts from (baseChain).
+// chainCommits are the commits order j starts from (BaseChain).
 func (p *parallel) chainCommits(j int) []string {
 	var cs []string
-	for _, i := range baseChain(p.deps, j) {
+	for _, i := range BaseChain(p.deps, j) {
 		cs = append(cs, p.latest(i))
 	}
 	return cs
@@ -103,10 +104,10 @@ func (b *builder) worktreeDir(id string) string {
 // to their commits.
 func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[string]string) error {
 	n := len(b.plan.WorkOrders)
-	p := &parallel{deps: deps, st: make([]orderState, n), commits: make([]string, n), done: make([]orderDone, n), errAt: n}
+	p := &parallel{deps: deps, st: make([]OrderState, n), commits: make([]string, n), done: make([]orderDone, n), errAt: n}
 	for j, wo := range b.plan.WorkOrders {
 		if c, ok := passed[wo.ID]; ok {
-			p.st[j], p.commits[j] = stateIntegrated, c
+			p.st[j], p.commits[j] = StateIntegrated, c
 		}
 	}
 	var err error
@@ -128,18 +129,18 @@ func (b *builder) runParallel(ctx context.Context, deps [][]int, passed map[stri
 	b.worktrees = &sync.Mutex{}
 	for {
 		if !integrating {
-			if j := nextIntegration(p.deps, p.st, p.stopping); j >= 0 {
-				p.st[j], integrating = stateIntegrating, true
+			if j := NextIntegration(p.deps, p.st, p.stopping); j >= 0 {
+				p.st[j], integrating = StateIntegrating, true
 				c, d, tip, stale := b.orderBuilder(j), p.done[j], p.tip, p.stale(j)
 				wg.Go(func() { events <- c.integrate(ctx, d, tip, stale) })
 			}
 		}
-		for _, j := range toStart(p.deps, p.st, b.o.Jobs, p.stopping) {
-			p.st[j] = stateRunning
+		for _, j := range ToStart(p.deps, p.st, b.o.Jobs, p.stopping) {
+			p.st[j] = StateRunning
 			c, chain := b.orderBuilder(j), p.chainCommits(j)
 			wg.Go(func() { events <- c.runInWorktree(ctx, j, chain, "") })
 		}
-		if !slices.ContainsFunc(p.st, func(s orderState) bool { return s == stateRunning || s == stateIntegrating }) {
+		if !slices.ContainsFunc(p.st, func(s OrderState) bool { return s == StateRunning || s == StateIntegrating }) {
 			break
 		}
 		switch ev := (<-events).(type) {
@@ -165,11 +166,11 @@ func (b *builder) orderDone(ctx context.Context, p *parallel, ev orderDone) {
 		b.sum.StoppedEarly = ev.stoppedEarly
 	}
 	if ev.err == nil {
-		p.st[ev.j] = statePassed
+		p.st[ev.j] = StatePassed
 		return
 	}
-	p.st[ev.j], p.stopping = stateFailed, true
-	block(p.deps, p.st, ev.j)
+	p.st[ev.j], p.stopping = StateFailed, true
+	Block(p.deps, p.st, ev.j)
 	if !errors.Is(ev.err, errWorkOrderFailed) && ev.j < p.errAt {
 		p.err, p.errAt = ev.err, ev.j
 	}
@@ -185,18 +186,18 @@ func (b *builder) integrationDone(ctx context.Context, p *parallel, ev integrate
 	j, id := ev.j, b.plan.WorkOrders[ev.j].ID
 	switch {
 	case ev.err != nil:
-		p.st[j], p.stopping = stateFailed, true
+		p.st[j], p.stopping = StateFailed, true
 		b.sum.WorkOrders[j].Outcome, b.sum.WorkOrders[j].Commit = OutcomeFailed, ""
 		if j < p.errAt {
 			p.err, p.errAt = ev.err, j
 		}
 	case ev.rerun != "":
-		p.st[j] = stateRunning
+		p.st[j] = StateRunning
 		b.progress("%s: %s; running it again from the branch's tip %s", id, ev.rerun, gitws.ShortHash(p.tip))
 		b.event(map[string]any{"event": "rerun_in_series", "wo": id, "base": p.tip, "reason": ev.rerun})
 		return true
 	default:
-		p.st[j], p.commits[j], p.tip = stateIntegrated, ev.commit, ev.commit
+		p.st[j], p.commits[j], p.tip = StateIntegrated, ev.commit, ev.commit
 		b.sum.WorkOrders[j].Commit = ev.commit
 	}
 	if wt := p.done[j].wt; wt != nil {
@@ -222,7 +223,7 @@ func (b *builder) orderBuilder(j int) *builder {
 
 // runInWorktree runs order j in a fresh worktree, as runOne runs an order
 // in the main work tree, and reports how it ended. It starts from the
-// build's base with the commits of chain applied (baseChain), or, run
+// build's base with the commits of chain applied (BaseChain), or, run
 // again, from the branch's tip. b is the order's (orderBuilder).
 func (b *builder) runInWorktree(ctx context.Context, j int, chain []string, tip string) orderDone {
 	wo := b.plan.WorkOrders[j]
@@ -269,7 +270,7 @@ func (b *builder) integrate(ctx context.Context, d orderDone, tip string, stale 
 			res.err = fmt.Errorf("integrate %s: %w", wo.ID, err)
 			return res
 		}
-		stage, err := b.recheck(ctx, d, res.commit)
+		stage, err := b.recheck(ctx, d.wt, wo, res.commit)
 		if err != nil {
 			res.err = fmt.Errorf("recheck %s on the build branch: %w", wo.ID, err)
 			return res
@@ -290,17 +291,16 @@ func (b *builder) integrate(ctx context.Context, d orderDone, tip string, stale 
 	return res
 }
 
-// recheck checks out commit in d's worktree and runs the order's checks
+// recheck checks out commit in the work tree wt and runs wo's checks
 // there (factory.Run.Recheck); stage is "" when they pass.
-func (b *builder) recheck(ctx context.Context, d orderDone, commit string) (string, error) {
-	wo := b.plan.WorkOrders[d.j]
-	if err := d.wt.DuringGitStep(gitws.GitStep{Step: "check out " + gitws.ShortHash(commit)}, func() error {
-		return d.wt.CheckoutDetached(ctx, commit)
+func (b *builder) recheck(ctx context.Context, wt *gitws.Repo, wo workorder.WorkOrder, commit string) (string, error) {
+	if err := wt.DuringGitStep(gitws.GitStep{Step: "check out " + gitws.ShortHash(commit)}, func() error {
+		return wt.CheckoutDetached(ctx, commit)
 	}); err != nil {
 		return "", err
 	}
 	opts := b.o.Run
-	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = d.wt.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
+	opts.Repo, opts.WorkOrder, opts.Out, opts.Tool = wt.Root, &wo, filepath.Join(b.sum.BuildDir, wo.ID), Tool
 	opts.Clean, opts.OnEvent = true, func(ev factory.Event) { b.onEvent(wo.ID, ev) }
 	if b.o.Progress != nil {
 		opts.Progress = indented{b.o.Progress}
@@ -327,10 +327,10 @@ func (b *builder) removeWorktree(ctx context.Context, dir string) {
 func (b *builder) finishParallel(ctx context.Context, p *parallel, start string) error {
 	ctx = context.WithoutCancel(ctx)
 	for j, d := range p.done {
-		if p.st[j] == statePassed { // not integrated: an integration failed
+		if p.st[j] == StatePassed { // not integrated: an integration failed
 			b.sum.WorkOrders[j].Outcome, b.sum.WorkOrders[j].Commit = OutcomePending, ""
 		}
-		if d.wt != nil && p.st[j] != stateIntegrated && p.st[j] != stateFailed {
+		if d.wt != nil && p.st[j] != StateIntegrated && p.st[j] != StateFailed {
 			b.removeWorktree(ctx, d.wt.Root)
 		}
 	}
@@ -338,7 +338,7 @@ func (b *builder) finishParallel(ctx context.Context, p *parallel, start string)
 	if err := b.attachBranch(ctx, start, p.tip); err != nil {
 		return errors.Join(p.err, err)
 	}
-	failed := slices.Index(p.st, stateFailed)
+	failed := slices.Index(p.st, StateFailed)
 	switch {
 	case p.err != nil:
 		return p.err

@@ -70,6 +70,19 @@ func (s Step) RunWorkOrder(ctx context.Context, wo workorder.WorkOrder) (line Wo
 	return b.sum.WorkOrders[0], b.sum.StoppedEarly, err
 }
 
+// Recheck checks commit out, detached, in s.Repo and runs wo's checks on
+// it without asking the model (factory.Run.Recheck), as a parallel build
+// rechecks an order replayed onto the build branch: stage is "" when
+// they pass, else the stage that failed. Options.Run (with Lock set) as
+// for RunWorkOrder.
+func (s Step) Recheck(ctx context.Context, wo workorder.WorkOrder, commit string) (stage string, err error) {
+	b := s.builder()
+	if s.BuildDir != "" {
+		b.events = filepath.Join(s.BuildDir, "events.jsonl")
+	}
+	return b.recheck(ctx, s.Repo, wo, commit)
+}
+
 // Recover restores repo after a build that was cut off in the middle of
 // an attempt, as Run does before it starts; a journal another tool left
 // is refused (*RefusedError). The caller holds the repository lock.

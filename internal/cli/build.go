@@ -99,7 +99,7 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.Lookup("max-attempts").Usage = "attempts per work order before the build stops (two identical failures in a row stop it earlier)"
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "on a terminal, print every step instead of one live line per work order")
-	f.IntVarP(&o.jobs, "jobs", "j", 1, "work orders run at the same time, each in a worktree of its own, integrated in plan order (see docs/build.md); 1 runs them one after the other")
+	f.IntVarP(&o.jobs, "jobs", "j", 1, "work orders run at the same time, each in a worktree of its own (with --temporal: on any workers), integrated in plan order (see docs/build.md); 1 runs them one after the other")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	addPlannerFlags(f, o)
 	o.temporal.add(f)
@@ -146,9 +146,6 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return usagef("--jobs %d with --record or --replay: a transcript is replayed in the order its calls were made, which a parallel build does not fix; record and replay with --jobs 1", o.jobs)
 	}
 	if o.temporal.hostPort != "" {
-		if o.jobs > 1 {
-			return usagef("--jobs %d with --temporal: a build on Temporal workers runs its work orders one after the other; drop --jobs, or build locally with it", o.jobs)
-		}
 		if err := o.checkPlannerFlags(cmd); err != nil {
 			return err
 		}

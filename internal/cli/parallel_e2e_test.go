@@ -434,16 +434,14 @@ func TestBuildParallelRecheck(t *testing.T) {
 	}
 }
 
-// -j below 1 is a usage error, and so is -j above 1 with --temporal (a
-// build on Temporal workers runs its orders one after the other) or with
-// a transcript (replayed in the order its calls were made).
+// -j below 1 is a usage error, and so is -j above 1 with a transcript
+// (replayed in the order its calls were made).
 func TestBuildJobsFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"build", "-j", "0", "--plan", "p", "--repo", "r", "--out", "o", "--llm-model", "m"}, "--jobs must be at least 1"},
-		{[]string{"build", "--temporal", "127.0.0.1:1", "-j", "2", "--plan", "p", "--llm-model", "m"}, "--jobs 2 with --temporal"},
 		{[]string{"build", "-j", "3", "--replay", "t.jsonl", "--plan", "p", "--repo", "r", "--out", "o", "--llm-model", "m"}, "--jobs 3 with --record or --replay"},
 	} {
 		if res := runFactory(t, nil, tc.args...); res.code != ExitUsage || !strings.Contains(res.stderr, tc.want) {

@@ -138,7 +138,7 @@ func (o *buildOptions) buildInput() (temporal.BuildInput, error) {
 		MaxAttempts: o.run.maxAttempts, TimeoutSeconds: o.run.timeoutSeconds, VerifyCommands: o.run.verifyCommands,
 		ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens, PlanMaxAttempts: o.planMaxAttempts,
 		Review: o.review, ReviewModel: review, MaxTokens: o.run.maxTokens, MaxCostUSD: o.run.maxCostUSD, MapTokens: o.mapTokens,
-		HeartbeatTimeout: o.temporal.heartbeatTimeout,
+		HeartbeatTimeout: o.temporal.heartbeatTimeout, Jobs: o.jobs,
 	}
 	if in.Branch == "" {
 		in.Branch = "factory/" + hash

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,7 +16,10 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/factory-harness/factory/internal/builder"
@@ -576,5 +580,160 @@ func TestTemporalCancel(t *testing.T) {
 		if out := runFactory(t, nil, cmd, "--temporal", addr, "--workflow", "no-such-build"); out.code != ExitUsage || !strings.Contains(out.stderr, "no such workflow") {
 			t.Errorf("%s of an unknown workflow: exit %d\n%s", cmd, out.code, out.stderr)
 		}
+	}
+}
+
+// -j 2 on two workers: after the test suite (WO-01), which every order
+// depends on, two orders at a time — one per worker — of three
+// independent chains; the remote's build branch then has the
+// first-parent history of a local serial build with the same replies
+// (the same work orders in plan order, each commit with the same tree),
+// every prompt was sent once, and the orders' commits wait under
+// refs/factory/<plan hash>/, not on branches of the remote.
+func TestTemporalBuildParallel(t *testing.T) {
+	addr := startTemporal(t)
+	ref := newBuildFixture(t, chainPlan(""))
+	refBase := git(t, ref.repo, "rev-parse", "HEAD")
+	if res := ref.build(t, llmtest.StartRouted(t, newRoutes(chainReplies()).route).URL); res.code != ExitPass {
+		t.Fatalf("local serial build: exit %d\n%s", res.code, res.stderr)
+	}
+	f := newBuildFixture(t, chainPlan(""))
+	url, remote := bareRemote(t, f.repo)
+	routes := newRoutes(chainReplies())
+	srv := llmtest.StartRouted(t, routes.route)
+	for _, id := range []string{"worker-a", "worker-b"} {
+		startWorker(t, addr, id, []string{"OPENAI_API_KEY=k"}, "--llm-base-url", srv.URL)
+	}
+	s := submit(t, nil, temporalBuildArgs(addr, url, f, "--json", "-j", "2")...)
+	if code := s.wait(t, 3*time.Minute); code != ExitPass {
+		t.Fatalf("exit %d\n%s%s", code, s.stdout.String(), s.stderr.String())
+	}
+	var res temporal.BuildResult
+	if err := json.Unmarshal([]byte(s.stdout.String()), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, s.stdout.String())
+	}
+	workers := map[string]bool{}
+	for _, wo := range res.WorkOrders {
+		workers[wo.Worker] = true
+		if wo.Outcome != builder.OutcomePassed || wo.Commit == "" {
+			t.Errorf("%s: %+v", wo.ID, wo)
+		}
+	}
+	if len(res.WorkOrders) != 7 || !workers["worker-a"] || !workers["worker-b"] {
+		t.Errorf("work orders ran on %v, want both workers: %+v", workers, res.WorkOrders)
+	}
+	for id := range chainReplies() {
+		if n := routes.count(id); n != 1 {
+			t.Errorf("the model was asked for %s %d times, want 1", id, n)
+		}
+	}
+	if !strings.Contains(s.stderr.String(), "up to 2 work orders at a time") || !strings.Contains(s.stderr.String(), "integrated as") {
+		t.Errorf("the submitter's progress does not show a parallel build:\n%s", s.stderr.String())
+	}
+	clone := remoteBranch(t, remote, res.Branch)
+	if got, want := firstParentTrees(t, clone, git(t, f.repo, "rev-parse", "HEAD")), firstParentTrees(t, ref.repo, refBase); len(want) != 7 || !slices.Equal(got, want) {
+		t.Errorf("the remote's history differs from the local serial build's:\n%q\nwant\n%q", got, want)
+	}
+	if head := git(t, clone, "rev-parse", "HEAD"); head != res.Head {
+		t.Errorf("result head %s, branch at %s", res.Head, head)
+	}
+	if branches := git(t, remote, "for-each-ref", "--format=%(refname)", "refs/heads"); strings.Count(branches, "\n") != 1 {
+		t.Errorf("branches of the remote:\n%s", branches)
+	}
+	if refs := git(t, remote, "for-each-ref", "--format=%(refname)", "refs/factory/"); strings.Count(refs, "\n")+1 != 7 {
+		t.Errorf("order refs of the remote:\n%s", refs)
+	}
+	// The workflow is deterministic: replayed from its history, whatever
+	// order the activities ended in, it makes the same decisions.
+	replayer := sdkworker.NewWorkflowReplayer()
+	replayer.RegisterWorkflowWithOptions(temporal.Build, workflow.RegisterOptions{Name: temporal.WorkflowName})
+	if err := replayer.ReplayWorkflowHistory(nil, workflowHistory(t, addr, res.WorkflowID)); err != nil {
+		t.Errorf("replaying the workflow's history: %v", err)
+	}
+}
+
+// workflowHistory is the workflow's history, as a replayer takes it.
+func workflowHistory(t *testing.T, addr, id string) *historypb.History {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h := &historypb.History{}
+	it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	return h
+}
+
+// -j 2 on Temporal when beta1 (WO-03) fails: beta2, which depends on it,
+// is never sent to the model; the passed orders are integrated in plan
+// order; the build exits 1 naming WO-03. Submitted again, the orders on
+// the branch are not asked again and the build passes.
+func TestTemporalBuildParallelFailureThenResume(t *testing.T) {
+	addr := startTemporal(t)
+	f := newBuildFixture(t, chainPlan(""))
+	url, remote := bareRemote(t, f.repo)
+	replies := chainReplies()
+	good := replies["WO-03"]
+	replies["WO-03"] = []llmtest.Reply{{Content: llmtest.Proposal("beta",
+		llmtest.Write{Path: "beta.py", BaseSHA256: sha(""), Content: "def beta1():\n    return 0\n"},
+		llmtest.Write{Path: "tests/test_beta1.py", BaseSHA256: sha(""), Content: chainTest("beta", 1)})}}
+	routes := newRoutes(replies)
+	for _, id := range []string{"worker-a", "worker-b"} {
+		startWorker(t, addr, id, []string{"OPENAI_API_KEY=k"}, "--llm-base-url", llmtest.StartRouted(t, routes.route).URL)
+	}
+	args := temporalBuildArgs(addr, url, f, "-j", "2")
+	res := runFactory(t, gitEnv(t.TempDir()), args...)
+	if res.code != ExitFail || !strings.Contains(res.stdout, "verdict: FAIL") || !strings.Contains(res.stdout, "WO-03") {
+		t.Fatalf("exit %d, want %d naming WO-03\nstdout:\n%s\nstderr:\n%s", res.code, ExitFail, res.stdout, res.stderr)
+	}
+	if n := routes.count("WO-06"); n != 0 {
+		t.Errorf("WO-06 (depends on the failed WO-03) asked %d times", n)
+	}
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	var subjects []string
+	for _, l := range firstParentTrees(t, remoteBranch(t, remote, "factory/"+planHashOf(t, f)), base) {
+		subjects = append(subjects, strings.Fields(l)[1])
+	}
+	// WO-02 ran beside WO-03; whether WO-04, WO-05 and WO-07 started
+	// before WO-03 failed is a matter of timing.
+	if !slices.IsSorted(subjects) || len(subjects) < 2 || !slices.Equal(subjects[:2], []string{"WO-01", "WO-02"}) ||
+		slices.Contains(subjects, "WO-03") || slices.Contains(subjects, "WO-06") {
+		t.Errorf("integrated %v, want WO-01, WO-02 and perhaps WO-04, WO-05, WO-07", subjects)
+	}
+
+	before := map[string]int{}
+	for id := range chainReplies() {
+		before[id] = routes.count(id)
+	}
+	routes.mu.Lock()
+	routes.replies["WO-03"] = good
+	routes.mu.Unlock()
+	res = runFactory(t, gitEnv(t.TempDir()), args...)
+	if res.code != ExitPass {
+		t.Fatalf("resume: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	for id := range chainReplies() {
+		want := 1
+		if slices.Contains(subjects, id) {
+			want = 0
+		}
+		if n := routes.count(id) - before[id]; n != want {
+			t.Errorf("the resumed build asked for %s %d times, want %d", id, n, want)
+		}
+	}
+	clone := remoteBranch(t, remote, "factory/"+planHashOf(t, f))
+	if got := git(t, clone, "show", "HEAD:beta.py"); got+"\n" != chainModule("beta", 2) {
+		t.Errorf("beta.py = %q", got)
+	}
+	if n := len(firstParentTrees(t, clone, base)); n != 7 {
+		t.Errorf("%d commits on the branch, want 7", n)
 	}
 }

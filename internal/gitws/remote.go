@@ -84,13 +84,19 @@ func (r *Repo) ResolveRemote(ctx context.Context, rev string) (string, error) {
 // RemoteBranch returns the commit Fetch last saw url's branch at, and
 // false when the remote has no such branch.
 func (r *Repo) RemoteBranch(ctx context.Context, branch string) (string, bool, error) {
-	out, err := r.query(ctx, "rev-parse", "-q", "--verify", RemoteRef(branch)+"^{commit}")
+	return r.LookupCommit(ctx, RemoteRef(branch))
+}
+
+// LookupCommit returns the commit rev names, and false when there is no
+// such ref or commit.
+func (r *Repo) LookupCommit(ctx context.Context, rev string) (string, bool, error) {
+	out, err := r.query(ctx, "rev-parse", "-q", "--verify", rev+"^{commit}")
 	if err != nil {
 		var re *proc.RunError
 		if errors.As(err, &re) && re.ExitCode == 1 {
 			return "", false, nil
 		}
-		return "", false, fmt.Errorf("look up remote branch %s in %s: %w", branch, r.Root, err)
+		return "", false, fmt.Errorf("look up %s in %s: %w", rev, r.Root, err)
 	}
 	return strings.TrimSpace(string(out)), true, nil
 }
@@ -132,4 +138,23 @@ func orNone(commit string) string {
 		return "no branch"
 	}
 	return ShortHash(commit)
+}
+
+// FetchRefs brings url's refs under prefix (such as refs/factory/<plan
+// hash>/) to the same names here, replacing what they held; none there is
+// no error.
+func (r *Repo) FetchRefs(ctx context.Context, url, prefix string) error {
+	if _, err := r.remote(ctx, "fetch", "-q", "--no-tags", "--", url, "+"+prefix+"*:"+prefix+"*"); err != nil {
+		return fmt.Errorf("fetch %s* of %s into %s: %w", prefix, url, r.Root, err)
+	}
+	return nil
+}
+
+// PushRef sets url's ref (a full name outside refs/heads, such as
+// refs/factory/<plan hash>/WO-01) to commit, whatever it held.
+func (r *Repo) PushRef(ctx context.Context, url, ref, commit string) error {
+	if _, err := r.remote(ctx, "push", "-q", "--force", "--", url, commit+":"+ref); err != nil {
+		return fmt.Errorf("push %s to %s of %s: %w", ShortHash(commit), ref, url, err)
+	}
+	return nil
 }

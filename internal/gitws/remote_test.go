@@ -84,3 +84,63 @@ func TestFetchAndPushLease(t *testing.T) {
 		t.Error("a branch the remote lacks exists")
 	}
 }
+
+// PushRef puts a commit at a ref outside refs/heads, which Fetch does not
+// bring but FetchRefs does; a prefix with no refs fetches nothing and is
+// no error; LookupCommit tells an absent ref from a present one.
+func TestPushRefAndFetchRefs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	git(t, f.root, "clone", "-q", "--bare", f.root, remote)
+	url := "file://" + remote
+	copies := make([]*Repo, 2)
+	for i := range copies {
+		r, err := OpenCache(ctx, filepath.Join(t.TempDir(), "copy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Fetch(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+		copies[i] = r
+	}
+	a, b := copies[0], copies[1]
+	base, _, err := a.LookupCommit(ctx, RemoteRef("HEAD"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CheckoutAt(ctx, "factory/x", base); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, a.Root, "a.txt", "a\n")
+	c, err := a.CommitPaths(ctx, []string{"a.txt"}, "add a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ref = "refs/factory/h/WO-01/start"
+	if err := b.FetchRefs(ctx, url, "refs/factory/h/"); err != nil {
+		t.Fatalf("fetch of no refs: %v", err)
+	}
+	if got, ok, err := b.LookupCommit(ctx, ref); err != nil || ok {
+		t.Fatalf("%s before the push: %s %v %v", ref, got, ok, err)
+	}
+	if err := a.PushRef(ctx, url, ref, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Fetch(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := b.LookupCommit(ctx, c); ok {
+		t.Error("Fetch brought a commit that is on no branch")
+	}
+	if err := b.FetchRefs(ctx, url, "refs/factory/h/"); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := b.LookupCommit(ctx, ref); err != nil || !ok || got != c {
+		t.Fatalf("%s after FetchRefs: %s %v %v, want %s", ref, got, ok, err, c)
+	}
+	if branches := git(t, remote, "for-each-ref", "--format=%(refname)", "refs/heads"); branches != git(t, f.root, "for-each-ref", "--format=%(refname)", "refs/heads") {
+		t.Errorf("PushRef changed the remote's branches:\n%s", branches)
+	}
+}

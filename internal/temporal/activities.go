@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,8 +59,12 @@ type Activities struct {
 }
 
 // cacheDir is the worker's clone of a build's remote: one per workflow,
-// whose steps run one at a time.
-func (a *Activities) cacheDir(workflowID string) string {
+// whose steps run one at a time; in a parallel build (BuildInput.Jobs > 1)
+// one per work order (wo), whose run and integration run one at a time.
+func (a *Activities) cacheDir(workflowID, wo string) string {
+	if wo != "" {
+		return filepath.Join(a.cfg.WorkDir, "repos", workflowID+"."+wo)
+	}
 	return filepath.Join(a.cfg.WorkDir, "repos", workflowID)
 }
 
@@ -86,7 +91,7 @@ type session struct {
 // heartbeat, whose details are this step's spend so far: a retry on
 // another worker starts from them, so the budget counts a lost attempt's
 // calls too.
-func (a *Activities) begin(ctx context.Context, workflowID string, spent Spend) (*session, error) {
+func (a *Activities) begin(ctx context.Context, dir, workflowID string, spent Spend) (*session, error) {
 	s := &session{base: spent, log: &lineLog{tee: a.cfg.Log}, out: filepath.Join(a.cfg.WorkDir, "out", workflowID)}
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &s.prior)
@@ -100,7 +105,7 @@ func (a *Activities) begin(ctx context.Context, workflowID string, spent Spend) 
 		}
 	}()
 	s.startHeartbeat(ctx)
-	repo, err := gitws.OpenCache(s.ctx, a.cacheDir(workflowID))
+	repo, err := gitws.OpenCache(s.ctx, dir)
 	if err != nil {
 		s.end()
 		return nil, err
@@ -196,7 +201,7 @@ func (a *Activities) models(s *session, in BuildInput) (Models, error) {
 // given one validated, or the spec compiled (reusing the plan this worker
 // compiled before for the same inputs).
 func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanResult, error) {
-	s, err := a.begin(ctx, in.WorkflowID, in.Spent)
+	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, ""), in.WorkflowID, in.Spent)
 	if err != nil {
 		return PlanResult{}, err
 	}
@@ -212,6 +217,18 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanResult, error)
 	}
 	if res.BaseCommit, err = s.repo.ResolveRemote(s.ctx, base); err != nil {
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("--base %s: %v in %s", base, err, b.RepoURL), errTypeRefused, nil)
+	}
+	if b.Jobs > 1 {
+		tip, exists, err := s.repo.RemoteBranch(s.ctx, b.Branch)
+		if err != nil {
+			return res, err
+		}
+		if exists {
+			if res.Passed, err = builder.Passed(s.ctx, s.repo, tip, b.PlanHash, res.BaseCommit); err != nil {
+				return res, err
+			}
+			res.BranchTip = tip
+		}
 	}
 	m, err := a.models(s, b)
 	if err != nil {
@@ -255,7 +272,10 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanResult, error)
 func (a *Activities) WorkOrder(ctx context.Context, in WorkOrderInput) (WorkOrderResult, error) {
 	wo := in.WorkOrder
 	res := WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePending}, Worker: a.cfg.Identity}
-	s, err := a.begin(ctx, in.WorkflowID, in.Spent)
+	if in.Parallel {
+		return a.parallelWorkOrder(ctx, in, res)
+	}
+	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, ""), in.WorkflowID, in.Spent)
 	if err != nil {
 		return res, err
 	}
@@ -295,18 +315,7 @@ func (a *Activities) WorkOrder(ctx context.Context, in WorkOrderInput) (WorkOrde
 	if dirty, err := s.repo.Dirty(s.ctx); err != nil || len(dirty) > 0 {
 		return res, fmt.Errorf("the worker's copy %s is not clean after checking out %s: %v %s", s.repo.Root, b.Branch, err, factory.Summarize(dirty, 5))
 	}
-	m, err := a.models(s, b)
-	if err != nil {
-		return res, err
-	}
-	run := a.cfg.Attempt
-	run.Model, run.ModelName, run.Prices = m.SE, b.ModelName, m.Meter.Prices()
-	run.Temperature, run.JSONSchema, run.MaxAttempts = b.Temperature, b.JSONSchema, b.MaxAttempts
-	run.CommandTimeout, run.VerifyCommands = time.Duration(b.TimeoutSeconds)*time.Second, b.VerifyCommands
-	run.Lock = s.lock
-	step := builder.Step{Options: builder.Options{Run: run, Meter: m.Meter, Progress: s.log, CacheKey: b.CacheKey, MapTokens: b.MapTokens}, Repo: s.repo,
-		PlanHash: b.PlanHash, BuildDir: filepath.Join(s.out, "builds", b.PlanHash), CacheLayout: &in.CacheLayout}
-	line, stopped, err := step.RunWorkOrder(s.ctx, wo)
+	line, stopped, err := a.runWorkOrder(s, in)
 	res.WorkOrder, res.StoppedEarly = line, stopped
 	if err == nil {
 		if err = s.repo.PushLease(s.ctx, b.RepoURL, b.Branch, line.Commit, expected); err == nil {
@@ -317,6 +326,163 @@ func (a *Activities) WorkOrder(ctx context.Context, in WorkOrderInput) (WorkOrde
 	if err != nil {
 		return res, s.classify(ctx, err, res, &res.Lines)
 	}
+	return res, nil
+}
+
+// runWorkOrder runs in's work order on s's copy, checked out where it
+// starts, as a local build does.
+func (a *Activities) runWorkOrder(s *session, in WorkOrderInput) (builder.WorkOrder, string, error) {
+	b := in.Build
+	m, err := a.models(s, b)
+	if err != nil {
+		return builder.WorkOrder{ID: in.WorkOrder.ID, Title: in.WorkOrder.Title, Outcome: builder.OutcomePending}, "", err
+	}
+	step := a.step(s, b)
+	step.Run.Model, step.Run.Prices, step.Meter, step.CacheLayout = m.SE, m.Meter.Prices(), m.Meter, &in.CacheLayout
+	return step.RunWorkOrder(s.ctx, in.WorkOrder)
+}
+
+// step is the local build's Step for b on s's copy, without models.
+func (a *Activities) step(s *session, b BuildInput) builder.Step {
+	run := a.cfg.Attempt
+	run.ModelName = b.ModelName
+	run.Temperature, run.JSONSchema, run.MaxAttempts = b.Temperature, b.JSONSchema, b.MaxAttempts
+	run.CommandTimeout, run.VerifyCommands = time.Duration(b.TimeoutSeconds)*time.Second, b.VerifyCommands
+	run.Lock = s.lock
+	return builder.Step{Options: builder.Options{Run: run, Progress: s.log, CacheKey: b.CacheKey, MapTokens: b.MapTokens}, Repo: s.repo,
+		PlanHash: b.PlanHash, BuildDir: filepath.Join(s.out, "builds", b.PlanHash)}
+}
+
+// parallelWorkOrder runs a work order of a parallel build on a copy of
+// its own: from in.Parent with the commits of in.Chain replayed onto it,
+// its commit pushed to its orderRef for that start. When that ref already
+// holds a commit (an earlier attempt, or an earlier build, pushed it), it
+// is the result, with no model call.
+func (a *Activities) parallelWorkOrder(ctx context.Context, in WorkOrderInput, res WorkOrderResult) (WorkOrderResult, error) {
+	wo, b := in.WorkOrder, in.Build
+	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, wo.ID), in.WorkflowID, in.Spent)
+	if err != nil {
+		return res, err
+	}
+	defer s.end()
+	if err := a.fetchBuild(s, b); err != nil {
+		return res, err
+	}
+	start := in.Parent
+	for _, c := range in.Chain {
+		if start, err = s.repo.Replay(s.ctx, c, start); err != nil {
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the base of %s: %v", wo.ID, err), errTypeRefused, nil)
+		}
+	}
+	ref := orderRef(b.PlanHash, wo.ID, start)
+	if c, ok, err := s.repo.LookupCommit(s.ctx, ref); err != nil {
+		return res, err
+	} else if ok {
+		res.Outcome, res.Commit, res.Verdict, res.Reused = builder.OutcomePassed, c, builder.VerdictPass, true
+		res.Spend = s.stepSpend()
+		fmt.Fprintf(s.log, "%s: already committed as %s at %s (an earlier attempt or build pushed it); no model call\n", wo.ID, gitws.ShortHash(c), ref)
+		res.Lines = s.log.Lines()
+		return res, nil
+	}
+	if err := s.repo.CheckoutAt(s.ctx, b.Branch, start); err != nil {
+		return res, err
+	}
+	if dirty, err := s.repo.Dirty(s.ctx); err != nil || len(dirty) > 0 {
+		return res, fmt.Errorf("the worker's copy %s is not clean after checking out %s: %v %s", s.repo.Root, gitws.ShortHash(start), err, factory.Summarize(dirty, 5))
+	}
+	line, stopped, err := a.runWorkOrder(s, in)
+	res.WorkOrder, res.StoppedEarly = line, stopped
+	if err == nil {
+		if err = s.repo.PushRef(s.ctx, b.RepoURL, ref, line.Commit); err == nil {
+			res.Verdict = builder.VerdictPass
+		}
+	}
+	res.Spend, res.Lines = s.stepSpend(), s.log.Lines()
+	if err != nil {
+		return res, s.classify(ctx, err, res, &res.Lines)
+	}
+	return res, nil
+}
+
+// fetchBuild brings the remote's branches and the build's order refs into
+// s's copy.
+func (a *Activities) fetchBuild(s *session, b BuildInput) error {
+	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
+		return err
+	}
+	return s.repo.FetchRefs(s.ctx, b.RepoURL, orderRefs(b.PlanHash))
+}
+
+// Integrate puts a parallel build's passed work order onto the build
+// branch, the workflow running one integration at a time in plan order:
+// its own commit when it ran from the branch's tip, else its change
+// replayed onto the tip (gitws.Repo.Replay) and rechecked there, as a
+// local parallel build does. A failing recheck is a Rerun: the workflow
+// runs the order again from the tip. The branch moves by a push with a
+// lease on in.Tip; a retry that finds the order on the branch returns
+// its commit.
+func (a *Activities) Integrate(ctx context.Context, in IntegrateInput) (IntegrateResult, error) {
+	wo, b := in.WorkOrder, in.Build
+	res := IntegrateResult{Worker: a.cfg.Identity}
+	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, wo.ID), in.WorkflowID, Spend{})
+	if err != nil {
+		return res, err
+	}
+	defer s.end()
+	if err := a.fetchBuild(s, b); err != nil {
+		return res, err
+	}
+	tip, exists, err := s.repo.RemoteBranch(s.ctx, b.Branch)
+	if err != nil {
+		return res, err
+	}
+	if exists {
+		passed, err := builder.Passed(s.ctx, s.repo, gitws.RemoteRef(b.Branch), b.PlanHash, in.BaseCommit)
+		if err != nil {
+			return res, err
+		}
+		if c, ok := passed[wo.ID]; ok {
+			res.Commit = c
+			fmt.Fprintf(s.log, "%s: already integrated as %s on %s (an earlier attempt pushed it)\n", wo.ID, gitws.ShortHash(c), b.Branch)
+			res.Lines = s.log.Lines()
+			return res, nil
+		}
+	}
+	if !exists {
+		tip = ""
+	}
+	if tip != in.Tip {
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("integrate %s: branch %s of %s is at %s, not at %s: someone else changed it",
+			wo.ID, b.Branch, b.RepoURL, orNone(tip), orNone(in.Tip)), errTypeRefused, nil)
+	}
+	onto := cmp.Or(in.Tip, in.BaseCommit)
+	from, ok, err := s.repo.LookupCommit(s.ctx, in.Commit+"^")
+	if err != nil {
+		return res, fmt.Errorf("integrate %s: %w", wo.ID, err)
+	} else if !ok {
+		return res, fmt.Errorf("integrate %s: its commit %s is not in %s after fetching %s* of %s", wo.ID, gitws.ShortHash(in.Commit), s.repo.Root, orderRefs(b.PlanHash), b.RepoURL)
+	}
+	res.Commit = in.Commit
+	if from != onto {
+		if res.Commit, err = s.repo.Replay(s.ctx, in.Commit, onto); err != nil {
+			return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("integrate %s: %v", wo.ID, err), errTypeRefused, nil)
+		}
+		stage, err := a.step(s, b).Recheck(s.ctx, wo, res.Commit)
+		if err != nil {
+			res.Lines = s.log.Lines()
+			return res, s.classify(ctx, fmt.Errorf("recheck %s on the build branch: %w", wo.ID, err), res, &res.Lines)
+		}
+		if stage != "" {
+			res.Commit, res.Rerun = "", "its checks fail ("+stage+") on the branch with the earlier work orders"
+			res.Lines = s.log.Lines()
+			return res, nil
+		}
+	}
+	if err := s.repo.PushLease(s.ctx, b.RepoURL, b.Branch, res.Commit, tip); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(s.log, "%s: integrated as %s\n", wo.ID, gitws.ShortHash(res.Commit))
+	res.Lines = s.log.Lines()
 	return res, nil
 }
 

@@ -1,6 +1,8 @@
 // Package temporal runs factory builds across machines on Temporal: a
 // Build workflow that plans once and then runs one WorkOrder activity per
-// work order, in order, on whichever worker takes it; the worker; and
+// work order, in order, on whichever worker takes it (with Jobs > 1,
+// independent ones at once, integrated in plan order by Integrate
+// activities, as a local parallel build does); the worker; and
 // submit, follow, status and cancel for the client side. The repository
 // travels through git (a remote every worker can reach); each work order
 // runs on the worker exactly as in a local build (internal/builder's Step)
@@ -34,6 +36,7 @@ const (
 	WorkflowName          = "factory.Build"
 	PlanActivityName      = "factory.Plan"
 	WorkOrderActivityName = "factory.WorkOrder"
+	IntegrateActivityName = "factory.Integrate"
 	StateQuery            = "state"
 )
 
@@ -93,7 +96,24 @@ type BuildInput struct {
 	MaxCostUSD float64 `json:"max_cost_usd"`
 
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
+
+	// Jobs is how many work orders may run at once (--jobs), each on the
+	// commit builder.BaseChain gives it, integrated in plan order; 0 or 1,
+	// also in a workflow started before it existed, runs them one after
+	// the other.
+	Jobs int `json:"jobs,omitempty"`
 }
+
+// orderRef is where a work order of a parallel build (BuildInput.Jobs > 1)
+// that ran from commit start keeps its commit on the remote: a ref outside
+// refs/heads, so no branch of the remote changes, that every worker can
+// fetch to start the orders depending on it and to integrate it. A run
+// from another start (a rerun) gets a ref of its own, so an order that
+// started from the earlier commit still finds it.
+func orderRef(planHash, id, start string) string { return orderRefs(planHash) + id + "/" + start }
+
+// orderRefs is the prefix of a build's orderRefs.
+func orderRefs(planHash string) string { return "refs/factory/" + planHash + "/" }
 
 // WorkflowID is the build's workflow id: the same remote, base, branch
 // and plan are the same build, so submitting it again attaches to it.
@@ -147,6 +167,11 @@ type PlanResult struct {
 	Worker     string              `json:"worker"`
 	Spend      Spend               `json:"spend"`
 	Lines      []string            `json:"lines"` // progress
+	// For a parallel build (BuildInput.Jobs > 1): the work orders already
+	// on the remote's build branch (builder.Passed) and the branch's
+	// commit, "" when it does not exist.
+	Passed    map[string]string `json:"passed,omitempty"`
+	BranchTip string            `json:"branch_tip,omitempty"`
 }
 
 // WorkOrderInput is the WorkOrder activity's input.
@@ -161,6 +186,31 @@ type WorkOrderInput struct {
 	// prompt's shared context and the cache retention are the same as in a
 	// local build of the plan.
 	CacheLayout builder.CacheLayout `json:"cache_layout"`
+	// Parallel: the work order runs on Parent with the commits of Chain
+	// replayed onto it (builder.BaseChain), and its commit goes to
+	// orderRef, not to the branch: the Integrate step puts it there.
+	Parallel bool     `json:"parallel,omitempty"`
+	Chain    []string `json:"chain,omitempty"`
+}
+
+// IntegrateInput is the Integrate activity's input: put a parallel
+// build's passed work order onto the build branch at Tip.
+type IntegrateInput struct {
+	Build      BuildInput          `json:"build"`
+	WorkflowID string              `json:"workflow_id"`
+	BaseCommit string              `json:"base_commit"`
+	WorkOrder  workorder.WorkOrder `json:"work_order"`
+	Commit     string              `json:"commit"` // the order's, at its orderRef; its parent is where it ran from
+	Tip        string              `json:"tip"`    // the branch's commit on the remote; "" when it does not exist yet
+}
+
+// IntegrateResult is how an integration ended: the order's commit on
+// the branch, or why it must run again from the branch's tip.
+type IntegrateResult struct {
+	Commit string   `json:"commit,omitempty"`
+	Rerun  string   `json:"rerun,omitempty"`
+	Worker string   `json:"worker"`
+	Lines  []string `json:"lines,omitempty"`
 }
 
 // WorkOrderResult is one work order's outcome: the summary line of a

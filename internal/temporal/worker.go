@@ -90,6 +90,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	w.RegisterWorkflowWithOptions(Build, workflow.RegisterOptions{Name: WorkflowName})
 	w.RegisterActivityWithOptions(acts.Plan, activity.RegisterOptions{Name: PlanActivityName})
 	w.RegisterActivityWithOptions(acts.WorkOrder, activity.RegisterOptions{Name: WorkOrderActivityName})
+	w.RegisterActivityWithOptions(acts.Integrate, activity.RegisterOptions{Name: IntegrateActivityName})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker on task queue %s: %w", o.taskQueue(), err)
 	}

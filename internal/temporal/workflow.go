@@ -1,14 +1,17 @@
 package temporal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/gitws"
 )
 
 // retryPolicy bounds the retries of a step that failed for a reason a
@@ -25,7 +28,8 @@ var retryPolicy = temporal.RetryPolicy{
 
 // Build is the workflow: the Plan activity once, then one WorkOrder
 // activity per work order, in order, each on the commit the previous one
-// pushed. The workflow keeps the plan, every step's outcome and the spend,
+// pushed — or, with in.Jobs > 1, independent ones at once (parallel). The
+// workflow keeps the plan, every step's outcome and the spend,
 // so a replay repeats nothing and the budget covers every step and retry.
 // It ends with the verdict of a local build: PASS completes; FAIL,
 // PLAN_INVALID, BUDGET and ERROR fail with a non-retryable application
@@ -62,8 +66,15 @@ func Build(ctx workflow.Context, in BuildInput) (BuildResult, error) {
 	for _, wo := range plan.Manifest.WorkOrders {
 		r.WorkOrders = append(r.WorkOrders, WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePending}})
 	}
-	parent := plan.BaseCommit
 	layout := builder.PlanCacheLayout(plan.Manifest, in.MaxAttempts)
+	if in.Jobs > 1 {
+		if err := w.parallel(ctx, actx, plan, layout); err != nil {
+			return w.finish(ctx, err)
+		}
+		w.say("build %s: PASS, %d work orders committed on %s", in.PlanHash, len(plan.Manifest.WorkOrders), in.Branch)
+		return w.finish(ctx, nil)
+	}
+	parent := plan.BaseCommit
 	for i, wo := range plan.Manifest.WorkOrders {
 		var res WorkOrderResult
 		err := workflow.ExecuteActivity(actx, WorkOrderActivityName, WorkOrderInput{
@@ -87,6 +98,144 @@ func Build(ctx workflow.Context, in BuildInput) (BuildResult, error) {
 	}
 	w.say("build %s: PASS, %d work orders committed on %s", in.PlanHash, len(plan.Manifest.WorkOrders), in.Branch)
 	return w.finish(ctx, nil)
+}
+
+// parallel runs the work orders of a build with Jobs > 1 as a local
+// parallel build does, with its rules (builder.Dependencies, ToStart,
+// NextIntegration, Block, BaseChain): each WorkOrder activity as soon as
+// the orders it depends on have passed, at most Jobs at once, on whichever
+// workers take them, from the base with its dependencies' commits
+// replayed; and one Integrate activity at a time, in plan order, which
+// puts a passed order onto the branch (replayed onto the tip and
+// rechecked when it ran elsewhere) or asks for it to run again from the
+// tip. Only the workflow moves the branch, one push at a time. Every
+// decision is made here from the states of completed activities, as
+// Temporal's history gives them, so a replay makes the same ones. When an
+// order fails, no new one starts; the running ones finish, and the passed
+// ones whose dependencies passed are integrated. The error is the first
+// failure in plan order that is not a FAIL, else the first FAIL.
+func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout builder.CacheLayout) error {
+	r, wos := &w.st, plan.Manifest.WorkOrders
+	deps := builder.Dependencies(plan.Manifest)
+	st := make([]builder.OrderState, len(wos))
+	// commits are each order's latest: its own, at its orderRef (what the
+	// orders depending on it start from, as in a local build), or, for an
+	// order an earlier workflow integrated, the branch's.
+	commits := make([]string, len(wos))
+	chains := make([][]string, len(wos))
+	errs := make([]error, len(wos))
+	tip := plan.BranchTip
+	for j, wo := range wos {
+		if c, ok := plan.Passed[wo.ID]; ok {
+			st[j], commits[j] = builder.StateIntegrated, c
+			r.WorkOrders[j] = WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePassed, Commit: c},
+				Verdict: builder.VerdictPass, Reused: true}
+		}
+	}
+	r.Head = tip
+	// chainOf are the commits order j starts from, on the base.
+	chainOf := func(j int) []string {
+		cs := []string{}
+		for _, i := range builder.BaseChain(deps, j) {
+			cs = append(cs, commits[i])
+		}
+		return cs
+	}
+	stopping := false // an order failed: none starts any more
+	fail := func(j int, err error) {
+		st[j], errs[j], stopping = builder.StateFailed, err, true
+	}
+	sel := workflow.NewSelector(ctx)
+	// start runs order j from parent with chain replayed onto it; a nil
+	// chain runs it again from the branch's tip, parent.
+	start := func(j int, parent string, chain []string) {
+		st[j], chains[j] = builder.StateRunning, chain
+		f := workflow.ExecuteActivity(actx, WorkOrderActivityName, WorkOrderInput{
+			Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: plan.BaseCommit, Parent: parent, WorkOrder: wos[j], Spent: w.spent,
+			CacheLayout: layout, Parallel: true, Chain: chain,
+		})
+		sel.AddFuture(f, func(f workflow.Future) {
+			var res WorkOrderResult
+			err := f.Get(ctx, &res)
+			if err != nil && !details(err, &res) {
+				res.WorkOrder = r.WorkOrders[j].WorkOrder
+			}
+			w.spent = w.spent.add(res.Spend)
+			w.st.Lines = append(w.st.Lines, res.Lines...)
+			res.Lines = nil
+			r.WorkOrders[j] = res
+			if err != nil {
+				fail(j, err)
+				builder.Block(deps, st, j)
+				return
+			}
+			st[j], commits[j] = builder.StatePassed, res.Commit
+		})
+	}
+	integrate := func(j int) {
+		id, onto := wos[j].ID, cmp.Or(tip, plan.BaseCommit)
+		if chains[j] != nil && !slices.Equal(chains[j], chainOf(j)) {
+			w.say("%s: a work order it depends on ran again since it started; running it again from the branch's tip %s", id, gitws.ShortHash(onto))
+			start(j, onto, nil)
+			return
+		}
+		st[j] = builder.StateIntegrating
+		f := workflow.ExecuteActivity(actx, IntegrateActivityName, IntegrateInput{
+			Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: plan.BaseCommit, WorkOrder: wos[j], Commit: commits[j], Tip: tip,
+		})
+		sel.AddFuture(f, func(f workflow.Future) {
+			var res IntegrateResult
+			err := f.Get(ctx, &res)
+			w.st.Lines = append(w.st.Lines, res.Lines...)
+			switch {
+			case err != nil:
+				fail(j, err)
+				r.WorkOrders[j].Outcome, r.WorkOrders[j].Commit = builder.OutcomeFailed, ""
+			case res.Rerun != "":
+				w.say("%s: %s; running it again from the branch's tip %s", id, res.Rerun, gitws.ShortHash(onto))
+				start(j, onto, nil)
+			default:
+				st[j], tip = builder.StateIntegrated, res.Commit
+				r.WorkOrders[j].Commit, r.Head = res.Commit, res.Commit
+			}
+		})
+	}
+	w.say("build %s: up to %d work orders at a time, on any workers, integrated in plan order", w.in.PlanHash, w.in.Jobs)
+	for {
+		if ctx.Err() != nil {
+			stopping = true
+		}
+		if !slices.Contains(st, builder.StateIntegrating) {
+			if j := builder.NextIntegration(deps, st, stopping); j >= 0 {
+				integrate(j)
+			}
+		}
+		for _, j := range builder.ToStart(deps, st, w.in.Jobs, stopping) {
+			start(j, plan.BaseCommit, chainOf(j))
+		}
+		if !slices.ContainsFunc(st, func(s builder.OrderState) bool { return s == builder.StateRunning || s == builder.StateIntegrating }) {
+			break
+		}
+		sel.Select(ctx)
+	}
+	for j := range wos {
+		if st[j] == builder.StatePassed { // not integrated: an earlier integration failed
+			r.WorkOrders[j].Outcome, r.WorkOrders[j].Commit = builder.OutcomePending, ""
+		}
+	}
+	var first error
+	for j, err := range errs {
+		var app *temporal.ApplicationError
+		switch {
+		case err == nil:
+			continue
+		case !errors.As(err, &app) || app.Type() != errTypeFail:
+			return err
+		case first == nil:
+			first, r.Failed = err, wos[j].ID
+		}
+	}
+	return first
 }
 
 // buildRun is the workflow's state.
