@@ -284,22 +284,16 @@ func (a *Activities) WorkOrder(ctx context.Context, in WorkOrderInput) (WorkOrde
 	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
 		return res, err
 	}
-	tip, exists, err := s.repo.RemoteBranch(s.ctx, b.Branch)
+	tip, exists, c, err := onBranch(s, b, in.BaseCommit, wo.ID)
 	if err != nil {
 		return res, err
 	}
-	if exists {
-		passed, err := builder.Passed(s.ctx, s.repo, gitws.RemoteRef(b.Branch), b.PlanHash, in.BaseCommit)
-		if err != nil {
-			return res, err
-		}
-		if c, ok := passed[wo.ID]; ok {
-			res.Outcome, res.Commit, res.Verdict, res.Reused = builder.OutcomePassed, c, builder.VerdictPass, true
-			res.Spend = s.stepSpend()
-			fmt.Fprintf(s.log, "%s: already committed as %s on %s (an earlier attempt pushed it); no model call\n", wo.ID, gitws.ShortHash(c), b.Branch)
-			res.Lines = s.log.Lines()
-			return res, nil
-		}
+	if c != "" {
+		res.Outcome, res.Commit, res.Verdict, res.Reused = builder.OutcomePassed, c, builder.VerdictPass, true
+		res.Spend = s.stepSpend()
+		fmt.Fprintf(s.log, "%s: already committed as %s on %s (an earlier attempt pushed it); no model call\n", wo.ID, gitws.ShortHash(c), b.Branch)
+		res.Lines = s.log.Lines()
+		return res, nil
 	}
 	expected := ""
 	if exists {
@@ -413,6 +407,17 @@ func (a *Activities) fetchBuild(s *session, b BuildInput) error {
 	return s.repo.FetchRefs(s.ctx, b.RepoURL, orderRefs(b.PlanHash))
 }
 
+// onBranch reads the fetched build branch: its tip, whether it exists, and
+// the commit of work order id on it ("" when it is not there yet), as an
+// earlier attempt of a step may have pushed it.
+func onBranch(s *session, b BuildInput, base, id string) (tip string, exists bool, commit string, err error) {
+	if tip, exists, err = s.repo.RemoteBranch(s.ctx, b.Branch); err != nil || !exists {
+		return tip, exists, "", err
+	}
+	passed, err := builder.Passed(s.ctx, s.repo, gitws.RemoteRef(b.Branch), b.PlanHash, base)
+	return tip, exists, passed[id], err
+}
+
 // Integrate puts a parallel build's passed work order onto the build
 // branch, the workflow running one integration at a time in plan order:
 // its own commit when it ran from the branch's tip, else its change
@@ -432,21 +437,15 @@ func (a *Activities) Integrate(ctx context.Context, in IntegrateInput) (Integrat
 	if err := a.fetchBuild(s, b); err != nil {
 		return res, err
 	}
-	tip, exists, err := s.repo.RemoteBranch(s.ctx, b.Branch)
+	tip, exists, c, err := onBranch(s, b, in.BaseCommit, wo.ID)
 	if err != nil {
 		return res, err
 	}
-	if exists {
-		passed, err := builder.Passed(s.ctx, s.repo, gitws.RemoteRef(b.Branch), b.PlanHash, in.BaseCommit)
-		if err != nil {
-			return res, err
-		}
-		if c, ok := passed[wo.ID]; ok {
-			res.Commit = c
-			fmt.Fprintf(s.log, "%s: already integrated as %s on %s (an earlier attempt pushed it)\n", wo.ID, gitws.ShortHash(c), b.Branch)
-			res.Lines = s.log.Lines()
-			return res, nil
-		}
+	if c != "" {
+		res.Commit = c
+		fmt.Fprintf(s.log, "%s: already integrated as %s on %s (an earlier attempt pushed it)\n", wo.ID, gitws.ShortHash(c), b.Branch)
+		res.Lines = s.log.Lines()
+		return res, nil
 	}
 	if !exists {
 		tip = ""
