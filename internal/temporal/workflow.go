@@ -76,18 +76,10 @@ func Build(ctx workflow.Context, in BuildInput) (BuildResult, error) {
 	}
 	parent := plan.BaseCommit
 	for i, wo := range plan.Manifest.WorkOrders {
-		var res WorkOrderResult
-		err := workflow.ExecuteActivity(actx, WorkOrderActivityName, WorkOrderInput{
+		res, err := w.orderDone(ctx, i, workflow.ExecuteActivity(actx, WorkOrderActivityName, WorkOrderInput{
 			Build: in, WorkflowID: r.WorkflowID, BaseCommit: plan.BaseCommit, Parent: parent, WorkOrder: wo, Spent: w.spent,
 			CacheLayout: layout,
-		}).Get(ctx, &res)
-		if err != nil && !details(err, &res) {
-			res.WorkOrder = r.WorkOrders[i].WorkOrder
-		}
-		w.spent = w.spent.add(res.Spend)
-		w.st.Lines = append(w.st.Lines, res.Lines...)
-		res.Lines = nil
-		r.WorkOrders[i] = res
+		}))
 		if err != nil {
 			if res.Outcome == builder.OutcomeFailed {
 				r.Failed = wo.ID
@@ -155,15 +147,7 @@ func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout 
 			CacheLayout: layout, Parallel: true, Chain: chain,
 		})
 		sel.AddFuture(f, func(f workflow.Future) {
-			var res WorkOrderResult
-			err := f.Get(ctx, &res)
-			if err != nil && !details(err, &res) {
-				res.WorkOrder = r.WorkOrders[j].WorkOrder
-			}
-			w.spent = w.spent.add(res.Spend)
-			w.st.Lines = append(w.st.Lines, res.Lines...)
-			res.Lines = nil
-			r.WorkOrders[j] = res
+			res, err := w.orderDone(ctx, j, f)
 			if err != nil {
 				fail(j, err)
 				builder.Block(deps, st, j)
@@ -243,6 +227,21 @@ type buildRun struct {
 	in    BuildInput
 	st    BuildResult // the result so far, with the progress lines
 	spent Spend
+}
+
+// orderDone takes the result of work order j's activity f and folds it
+// into the build: its spending, its log lines and its line of the result.
+func (w *buildRun) orderDone(ctx workflow.Context, j int, f workflow.Future) (WorkOrderResult, error) {
+	var res WorkOrderResult
+	err := f.Get(ctx, &res)
+	if err != nil && !details(err, &res) {
+		res.WorkOrder = w.st.WorkOrders[j].WorkOrder
+	}
+	w.spent = w.spent.add(res.Spend)
+	w.st.Lines = append(w.st.Lines, res.Lines...)
+	res.Lines = nil
+	w.st.WorkOrders[j] = res
+	return res, err
 }
 
 func (w *buildRun) say(format string, args ...any) {
