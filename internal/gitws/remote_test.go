@@ -13,21 +13,7 @@ import (
 func TestFetchAndPushLease(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	git(t, f.root, "clone", "-q", "--bare", f.root, remote)
-	url := "file://" + remote
-	copies := make([]*Repo, 2)
-	for i := range copies {
-		r, err := OpenCache(ctx, filepath.Join(t.TempDir(), "copy"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Fetch(ctx, url); err != nil {
-			t.Fatal(err)
-		}
-		copies[i] = r
-	}
-	a, b := copies[0], copies[1]
+	remote, url, a, b := twoCopies(t, f)
 	base, err := a.ResolveRemote(ctx, "HEAD")
 	if err != nil || base != git(t, f.root, "rev-parse", "HEAD") {
 		t.Fatalf("remote HEAD: %s, %v", base, err)
@@ -91,21 +77,7 @@ func TestFetchAndPushLease(t *testing.T) {
 func TestPushRefAndFetchRefs(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	git(t, f.root, "clone", "-q", "--bare", f.root, remote)
-	url := "file://" + remote
-	copies := make([]*Repo, 2)
-	for i := range copies {
-		r, err := OpenCache(ctx, filepath.Join(t.TempDir(), "copy"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Fetch(ctx, url); err != nil {
-			t.Fatal(err)
-		}
-		copies[i] = r
-	}
-	a, b := copies[0], copies[1]
+	remote, url, a, b := twoCopies(t, f)
 	base, _, err := a.LookupCommit(ctx, RemoteRef("HEAD"))
 	if err != nil {
 		t.Fatal(err)
@@ -143,4 +115,26 @@ func TestPushRefAndFetchRefs(t *testing.T) {
 	if branches := git(t, remote, "for-each-ref", "--format=%(refname)", "refs/heads"); branches != git(t, f.root, "for-each-ref", "--format=%(refname)", "refs/heads") {
 		t.Errorf("PushRef changed the remote's branches:\n%s", branches)
 	}
+}
+
+// twoCopies makes a bare remote of f's repository and two cached copies
+// of it, fetched: the remote's path and URL, and the copies.
+func twoCopies(t *testing.T, f fixture) (remote, url string, a, b *Repo) {
+	t.Helper()
+	ctx := context.Background()
+	remote = filepath.Join(t.TempDir(), "remote.git")
+	git(t, f.root, "clone", "-q", "--bare", f.root, remote)
+	url = "file://" + remote
+	copies := make([]*Repo, 2)
+	for i := range copies {
+		r, err := OpenCache(ctx, filepath.Join(t.TempDir(), "copy"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Fetch(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+		copies[i] = r
+	}
+	return remote, url, copies[0], copies[1]
 }
