@@ -70,6 +70,14 @@ type Spec struct {
 	// command, which runs under an init of its own PID namespace), so the timeout, exit status,
 	// signals, output cap and OnStart work as without.
 	Sandbox *sandbox.Policy
+	// Port, if not nil, is a gateway port that Sandbox opened for this command (Policy.OpenPort, on
+	// the same policy, nil included): the command dials it at Port.Addr() while the sandbox keeps the
+	// rest of the network from it (Port.Network says how far), and the caller serves its
+	// connections on Port.Listener(), from before Run until after it returns. Run wraps the command
+	// with it and, once the command has started, lets the port learn of it, so that Accept fails
+	// rather than waits when the sandbox fails before handing the port over. One command per port;
+	// the caller closes it.
+	Port *sandbox.Port
 }
 
 // Result is how a command ended.
@@ -126,7 +134,7 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		env, _ = EnvPolicy{}.Environ(os.Environ())
 	}
 	cmd := command(runCtx, s.Dir, s.Argv, env)
-	cleanup, err := s.Sandbox.Wrap(cmd)
+	cleanup, err := s.Sandbox.WrapPort(cmd, s.Port)
 	if err != nil {
 		return err.Error()
 	}
@@ -185,7 +193,16 @@ func run(ctx context.Context, s Spec, res *Result) string {
 		watch = nil
 	}
 
-	err = wait(cmd, s.OnStart, watch)
+	onStart := s.OnStart
+	if s.Port != nil {
+		onStart = func(pgid int, startTicks uint64) {
+			s.Port.Started()
+			if s.OnStart != nil {
+				s.OnStart(pgid, startTicks)
+			}
+		}
+	}
+	err = wait(cmd, onStart, watch)
 	if over == nil {
 		over = overLimit(outputs, s.MaxOutputBytes)
 	}

@@ -82,7 +82,7 @@ func TestPreloadedLibraryRunsOnlyConfined(t *testing.T) {
 	cmd := exec.Command("/bin/true")
 	cmd.Dir = work
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LD_PRELOAD=" + lib, "FACTORY_TEST_MARK=" + mark}
-	cleanup, err := p.wrap(cmd, false)
+	cleanup, err := p.wrap(cmd, false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

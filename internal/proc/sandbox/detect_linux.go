@@ -102,7 +102,7 @@ func probeWith(p *Policy) error {
 	cmd.Env = []string{}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	cleanup, err := p.wrap(cmd, true)
+	cleanup, err := p.wrap(cmd, true, nil, nil)
 	if err != nil {
 		return err
 	}

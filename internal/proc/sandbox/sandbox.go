@@ -396,20 +396,7 @@ func (p *Policy) Summary() Summary {
 	if p.pids {
 		s.Processes = "private"
 	}
-	switch {
-	case p.hostNet && p.mech != MechanismNone && p.abi < 4:
-		s.Network = "host, TCP connect unrestricted (Landlock ABI < 4)"
-	case p.hostNet && p.mech != MechanismNone && len(p.ports) == 0:
-		s.Network = "host, TCP connect denied (Landlock)"
-	case p.hostNet && p.mech != MechanismNone:
-		s.Network = "host, TCP connect only to port " + joinPorts(p.ports) + " (Landlock)"
-	case p.mech == MechanismNamespaces:
-		s.Network = "loopback only"
-	case p.mech == MechanismLandlock && p.abi >= 4:
-		s.Network = "TCP connect denied (Landlock)"
-	default:
-		s.Network = "unrestricted"
-	}
+	s.Network = p.network(p.hostNet, p.ports)
 	if p.mech == MechanismNone {
 		s.Writable = []string{"(anything the user can write)"}
 		return s
@@ -435,6 +422,24 @@ func (p *Policy) Summary() Summary {
 		}
 	}
 	return s
+}
+
+// network is what commands reach, with the host's network or not and, with it, TCP connections
+// allowed to ports: Summary.Network.
+func (p *Policy) network(hostNet bool, ports []uint16) string {
+	switch {
+	case hostNet && p.mech != MechanismNone && p.abi < 4:
+		return "host, TCP connect unrestricted (Landlock ABI < 4)"
+	case hostNet && p.mech != MechanismNone && len(ports) == 0:
+		return "host, TCP connect denied (Landlock)"
+	case hostNet && p.mech != MechanismNone:
+		return "host, TCP connect only to port " + joinPorts(ports) + " (Landlock)"
+	case p.mech == MechanismNamespaces:
+		return "loopback only"
+	case p.mech == MechanismLandlock && p.abi >= 4:
+		return "TCP connect denied (Landlock)"
+	}
+	return "unrestricted"
 }
 
 // joinPorts lists ports as "1, 2".

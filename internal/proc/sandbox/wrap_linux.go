@@ -22,6 +22,8 @@ type plan struct {
 	caches                       []string
 	ports                        []uint16
 	abi, parent                  int
+	gateway                      int    // the descriptor on which to hand the gateway port over, or 0
+	gatewayPort                  uint16 // with gateway
 }
 
 // args is pl as the init's options, then "--", the command's path and argv.
@@ -51,6 +53,9 @@ func (pl plan) args(path string, argv []string) []string {
 	for _, port := range pl.ports {
 		args = append(args, "-c", strconv.Itoa(int(port)))
 	}
+	if pl.gateway != 0 {
+		args = append(args, "-g", strconv.Itoa(pl.gateway), "-p", strconv.Itoa(int(pl.gatewayPort)))
+	}
 	args = append(args, "-a", strconv.Itoa(pl.abi), "-u", strconv.Itoa(pl.parent), "--", path)
 	return append(args, argv...)
 }
@@ -73,11 +78,34 @@ const initArg0 = "factory-sandbox-init"
 // the init cannot confine or execute the command, the command exits with code 125 and a
 // "factory sandbox: ..." line on its stderr.
 func (p *Policy) Wrap(cmd *exec.Cmd) (cleanup func(), err error) {
-	return p.wrap(cmd, false)
+	return p.WrapPort(cmd, nil)
 }
 
-// wrap is Wrap; with probe set, the init exits once confined instead of executing the command.
-func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
+// WrapPort is Wrap for a command that reaches the gateway port pt, which p opened (OpenPort) for
+// it; a nil pt is none. With the namespaces mechanism the command's process gets one more
+// descriptor (in cmd.ExtraFiles), on which its init hands the port over before it confines itself
+// further, and which the command does not inherit; otherwise the command gets the host's network,
+// and Landlock allows TCP connections to the port. Call pt.Started once cmd.Start has returned; the
+// cleanup calls it too.
+func (p *Policy) WrapPort(cmd *exec.Cmd, pt *Port) (cleanup func(), err error) {
+	child, err := pt.use(p)
+	if err != nil {
+		return nil, err
+	}
+	remove, err := p.wrap(cmd, false, pt, child)
+	if err != nil {
+		pt.Started()
+		return nil, err
+	}
+	if pt == nil {
+		return remove, nil
+	}
+	return func() { pt.Started(); remove() }, nil
+}
+
+// wrap is WrapPort, child pt's end of the handover; with probe set, the init exits once confined
+// instead of executing the command.
+func (p *Policy) wrap(cmd *exec.Cmd, probe bool, pt *Port, child *os.File) (cleanup func(), err error) {
 	if !p.Confined() || cmd.Err != nil {
 		return func() {}, nil
 	}
@@ -126,6 +154,14 @@ func (p *Policy) wrap(cmd *exec.Cmd, probe bool) (cleanup func(), err error) {
 	}
 	if pl.makeHome == "" {
 		pl.writable = append(pl.writable, home)
+	}
+	switch {
+	case pt != nil && pt.inNS:
+		// ExtraFiles[i] is the child's descriptor 3+i.
+		pl.gateway, pl.gatewayPort = 3+len(cmd.ExtraFiles), uint16(pt.addr.Port)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
+	case pt != nil:
+		pl.hostNet, pl.ports = true, pt.hostPorts()
 	}
 	wrapCmd(cmd, pl, init)
 	set := []string{"HOME=" + home}

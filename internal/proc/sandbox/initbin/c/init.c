@@ -25,6 +25,11 @@
  *               mounts a fresh /proc; the capabilities to set them up are ambient
  *   -H          keep the host's network
  *   -c PORT     with -H: a TCP port the command may connect to
+ *   -g FD       with a network namespace of the init's (-n or -N, without -H): a unix socket on
+ *               which to hand factory a socket listening on 127.0.0.1:PORT (-p) inside it, the
+ *               gateway port: factory accepts the command's connections to that port (a socket
+ *               belongs to the namespace it was made in), and the command reaches nothing else
+ *   -p PORT     with -g: the gateway port
  *   -T DIR      the host's /tmp with symlinks resolved, where a fresh tmpfs is mounted
  *   -t DIR      without namespaces: the private temporary directory, writable
  *   -m DIR      a directory to create in the fresh tmpfs, for HOME
@@ -56,6 +61,7 @@ enum {
 	SYS_mkdirat = 258, SYS_unlinkat = 263, SYS_unshare = 272, SYS_statx = 332,
 	SYS_rt_sigaction = 13, SYS_rt_sigprocmask = 14, SYS_getpid = 39, SYS_clone = 56, SYS_wait4 = 61,
 	SYS_kill = 62, SYS_ppoll = 271, SYS_pipe2 = 293, SYS_umount2 = 166, SYS_fchmodat = 268,
+	SYS_sendmsg = 46, SYS_bind = 49, SYS_listen = 50,
 };
 static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -74,6 +80,7 @@ enum {
 	SYS_socket = 198, SYS_execve = 221, SYS_statx = 291,
 	SYS_pipe2 = 59, SYS_ppoll = 73, SYS_kill = 129, SYS_rt_sigaction = 134, SYS_rt_sigprocmask = 135,
 	SYS_getpid = 172, SYS_clone = 220, SYS_wait4 = 260, SYS_umount2 = 39, SYS_fchmodat = 53,
+	SYS_bind = 200, SYS_listen = 201, SYS_sendmsg = 211,
 };
 static i64 sys6(i64 n, i64 a, i64 b, i64 c, i64 d, i64 e, i64 f)
 {
@@ -108,7 +115,8 @@ enum {
 	MS_PRIVATE = 1 << 18,
 	OPEN_TREE_CLONE = 1, OPEN_TREE_CLOEXEC = O_CLOEXEC, MOVE_MOUNT_F_EMPTY_PATH = 4,
 	MOUNT_ATTR_RDONLY = 1,
-	AF_INET = 2, SOCK_DGRAM = 2, SIOCGIFFLAGS = 0x8913, SIOCSIFFLAGS = 0x8914, IFF_UP = 1,
+	AF_INET = 2, SOCK_STREAM = 1, SOCK_DGRAM = 2, SOL_SOCKET = 1, SCM_RIGHTS = 1, MSG_NOSIGNAL = 0x4000,
+	SIOCGIFFLAGS = 0x8913, SIOCSIFFLAGS = 0x8914, IFF_UP = 1,
 	PR_SET_PDEATHSIG = 1, PR_CAPBSET_DROP = 24, PR_SET_NO_NEW_PRIVS = 38, PR_CAP_AMBIENT = 47,
 	PR_CAP_AMBIENT_CLEAR_ALL = 4, SIGKILL = 9, STATX_TYPE = 1,
 };
@@ -134,6 +142,12 @@ struct net_port { u64 allowed, port; };
 struct mount_attr { u64 attr_set, attr_clr, propagation, userns_fd; };
 struct cap_header { u32 version; int pid; };
 struct cap_data { u32 effective, permitted, inheritable; };
+/* Sockets (<linux/in.h>, <linux/socket.h>): the port and address in network byte order, bytes. */
+struct sockaddr_in { u16 family; unsigned char port[2], addr[4], zero[8]; };
+struct iovec { void *base; u64 len; };
+struct msghdr { void *name; int namelen; struct iovec *iov; u64 iovlen; void *control; u64 controllen; int flags; };
+/* A cmsghdr with one descriptor, padded to CMSG_SPACE(sizeof(int)). */
+struct fd_cmsg { u64 len; int level, type, fd, pad; };
 
 /* The compiler may emit calls to these for struct copies and initializers. */
 void *memset(void *d, int c, unsigned long n)
@@ -187,10 +201,13 @@ static const char *errtext(long e)
 	case 26: return "text file busy";
 	case 28: return "no space left on device";
 	case 30: return "read-only file system";
+	case 32: return "broken pipe";
 	case 36: return "file name too long";
 	case 38: return "function not implemented";
 	case 40: return "too many levels of symbolic links";
 	case 95: return "operation not supported";
+	case 98: return "address already in use";
+	case 99: return "cannot assign requested address";
 	}
 	return 0;
 }
@@ -260,6 +277,8 @@ static long check(long r, const char *what, const char *arg)
 
 struct plan {
 	int make_ns, made_ns, host_net, probe, abi;
+	int gateway; /* -g, or 0 */
+	u16 gateway_port;
 	long parent;
 	const char *host_tmp, *tmp, *make_home;
 	/* Lists of any length: arrays as long as the command line, which start provides. */
@@ -308,7 +327,7 @@ static void parse(struct plan *pl, char **argv)
 				die("no command to run", 0, 0);
 			return;
 		}
-		if (o[0] != '-' || !o[1] || o[2] || !has("nNHqcTtmwrxoau", o[1]))
+		if (o[0] != '-' || !o[1] || o[2] || !has("nNHqcgpTtmwrxoau", o[1]))
 			die("bad plan: unknown option", o, 0);
 		switch (o[1]) {
 		case 'n': pl->make_ns = 1; continue;
@@ -325,6 +344,17 @@ static void parse(struct plan *pl, char **argv)
 			if (number(v, o) > 65535)
 				die("bad plan: bad port", v, 0);
 			pl->ports[pl->nports++] = (u16)number(v, o);
+			break;
+		case 'g':
+			/* Never one of the standard streams, which the command gets. */
+			if (number(v, o) < 3 || number(v, o) > 1 << 20)
+				die("bad plan: bad descriptor for -g:", v, 0);
+			pl->gateway = (int)number(v, o);
+			break;
+		case 'p':
+			if (number(v, o) < 1 || number(v, o) > 65535)
+				die("bad plan: bad port", v, 0);
+			pl->gateway_port = (u16)number(v, o);
 			break;
 		case 'T': pl->host_tmp = v; break;
 		case 't': pl->tmp = v; break;
@@ -705,6 +735,29 @@ static void loopback_up(void)
 	sys(SYS_close, fd, 0, 0);
 }
 
+/* hand_over_gateway listens on 127.0.0.1 at the gateway port in the new network namespace and sends
+ * the listening socket to factory over the -g socket, with one byte of data. The socket stays in this
+ * namespace, where the command dials it, while factory accepts its connections outside. Neither
+ * descriptor is left to the command. */
+static void hand_over_gateway(const struct plan *pl)
+{
+	struct text port = {{0}, 0};
+	putnum(&port, pl->gateway_port);
+	long fd = check(sys(SYS_socket, AF_INET, SOCK_STREAM | O_CLOEXEC, 0), "cannot make the gateway port", port.s);
+	struct sockaddr_in addr = {AF_INET, {(unsigned char)(pl->gateway_port >> 8), (unsigned char)pl->gateway_port},
+				   {127, 0, 0, 1}, {0}};
+	check(sys(SYS_bind, fd, &addr, sizeof addr), "cannot bind the gateway port", port.s);
+	check(sys(SYS_listen, fd, 128, 0), "cannot listen on the gateway port", port.s);
+	char byte = 0;
+	struct iovec iov = {&byte, 1};
+	struct fd_cmsg cmsg = {16 + sizeof(int), SOL_SOCKET, SCM_RIGHTS, (int)fd, 0}; /* CMSG_LEN(sizeof(int)) */
+	struct msghdr msg = {0, 0, &iov, 1, &cmsg, sizeof cmsg, 0};
+	/* MSG_NOSIGNAL: factory gone or the port closed is an error to report, not a SIGPIPE. */
+	check(sys(SYS_sendmsg, pl->gateway, &msg, MSG_NOSIGNAL), "cannot hand the gateway port over to factory: sendmsg", 0);
+	sys(SYS_close, fd, 0, 0);
+	sys(SYS_close, pl->gateway, 0, 0);
+}
+
 /* allow adds a rule granting access (as far as handled) beneath path; a missing path is an error
  * unless ignore_missing. */
 static void allow(int ruleset, u64 handled, u64 access, int ignore_missing, const char *path)
@@ -910,12 +963,19 @@ void __attribute__((noreturn, used)) start(long *sp)
 		die("bad plan: no -T", 0, 0);
 	if (!ns && pl.ncaches)
 		die("bad plan: -o needs namespaces", 0, 0);
+	if (pl.gateway && (!ns || pl.host_net))
+		die("bad plan: -g needs a network namespace of the init's", 0, 0);
+	if (!pl.gateway != !pl.gateway_port)
+		die("bad plan: -g and -p go together", 0, 0);
 	if (pl.make_ns)
 		make_namespaces(&pl);
 	if (ns) {
 		build_view(&pl);
-		if (!pl.host_net)
+		if (!pl.host_net) {
 			loopback_up();
+			if (pl.gateway)
+				hand_over_gateway(&pl);
+		}
 		if (pl.made_ns)
 			/* Our own /proc: the new PID namespace's processes only. */
 			mount_proc();
