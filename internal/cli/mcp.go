@@ -86,6 +86,9 @@ func runMCP(ctx context.Context, env Env, o *mcpOptions) error {
 	if _, err := o.sandbox.request(env); err != nil {
 		return err
 	}
+	if _, err := o.sandbox.depsOptions(); err != nil {
+		return err
+	}
 	// Everything the server logs (stdout is the protocol's) is redacted,
 	// the model clients' retry lines included.
 	red := redact.New(os.Environ())

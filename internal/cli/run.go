@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/lang"
@@ -201,6 +202,10 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 	if err != nil {
 		return factory.Options{}, err
 	}
+	depsOpts, err := o.sandbox.depsOptions()
+	if err != nil {
+		return factory.Options{}, err
+	}
 	python := o.python
 	if python == "" {
 		python = defaultPython()
@@ -214,6 +219,7 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
 		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
 		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv}, Sandbox: box,
+		Deps: depsOpts,
 	}, nil
 }
 
@@ -222,12 +228,19 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 type sandboxFlags struct {
 	mode, home   string
 	hide, caches []string
+	// The dependency step's: --deps, --registry, --deps-allow-sdist.
+	deps       string
+	registries []string
+	sdist      bool
 }
 
 func (o *sandboxFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&o.mode, "sandbox", string(sandbox.ModeAuto), "confine verification and acceptance commands (no network but loopback, writes only to the work tree, a private TMPDIR and HOME; .git read-only; the toolchains' caches copy-on-write): 'auto' (the strongest confinement this machine supports, else run unconfined with a warning), 'required' (refuse to run unconfined) or 'off'; see docs/sandbox.md")
 	f.StringVar(&o.home, "sandbox-home", "", "give confined commands this directory as a writable HOME (default: a private empty directory per command)")
 	f.StringArrayVar(&o.hide, "sandbox-hide", nil, "make this path unreadable to confined commands, e.g. ~/.ssh or ~/.aws (repeatable)")
+	f.StringVar(&o.deps, "deps", string(deps.ModeAuto), "install dependencies before verification in each attempt: 'auto' (the harness installs what the manifests and lockfiles name — package.json, go.mod, Cargo.toml, requirements*.txt or pyproject.toml — with the language's package manager, confined, through a gateway that lets only GET and HEAD to the registries out and logs them in deps.jsonl; skipped when nothing changed) or 'off' (install nothing); see docs/dependencies.md")
+	f.StringArrayVar(&o.registries, "registry", nil, "use this registry instead of the public one, as ECOSYSTEM=URL with ECOSYSTEM go (a module proxy), npm, cargo (a sparse index, sparse+ optional) or pypi (a PEP 503 /simple/ URL), e.g. npm=https://npm.example.com/ (repeatable)")
+	f.BoolVar(&o.sdist, "deps-allow-sdist", false, "let pip build packages from source distributions during the dependency step (their build code runs, confined); by default it installs wheels only")
 	f.StringArrayVar(&o.caches, "sandbox-cache", nil, "show this directory to confined commands copy-on-write, as the toolchains' caches found on this machine are (Go's, cargo's and rustup's homes, npm's, pip's, ~/.m2): they read it, and what they write there is thrown away when they end (repeatable; see docs/sandbox.md)")
 }
 
@@ -274,6 +287,19 @@ func (o *sandboxFlags) request(env Env) (sandbox.Request, error) {
 		req.Caches, req.Env = append(slices.Clone(tc.Caches), caches...), tc.Env
 	}
 	return req, nil
+}
+
+// depsOptions checks the dependency step's flags.
+func (o *sandboxFlags) depsOptions() (deps.Options, error) {
+	mode, err := deps.ParseMode(o.deps)
+	if err != nil {
+		return deps.Options{}, usagef("%v", err)
+	}
+	regs, err := deps.ParseRegistries(o.registries)
+	if err != nil {
+		return deps.Options{}, usagef("%v", err)
+	}
+	return deps.Options{Mode: mode, Registries: regs, AllowSdist: o.sdist}, nil
 }
 
 // budgetMeter meters model (and whatever else the caller wraps with the

@@ -54,6 +54,7 @@ func (t *buildTemporalFlags) add(f *pflag.FlagSet) {
 // worker's own command line, never from the submitter: keys, endpoints,
 // prices and the commands' confinement stay out of the workflow.
 var workerSideFlags = []string{"repo", "out", "llm-base-url", "llm-timeout-seconds", "sandbox", "sandbox-home", "sandbox-hide", "sandbox-cache",
+	"deps", "registry", "deps-allow-sdist",
 	"python", "prices", "record", "replay", "env-policy", "pass-env", "max-wait-seconds", "poll-interval", "retry-backoff"}
 
 // runBuildTemporal submits the build as a workflow and follows it,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/factory-harness/factory/internal/artifact"
+	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/graph"
 	"github.com/factory-harness/factory/internal/llm"
@@ -33,10 +34,16 @@ type attempt struct {
 	// metaRestored is what restoring git metadata right after a command did;
 	// the rollback record includes it.
 	metaRestored gitws.RollbackReport
-	verify       []CmdResult
-	accept       []CmdResult
-	brief        *FailureBrief
-	rollback     *RollbackRecord
+	// deps is what the dependency step did; depsEnv the environment it
+	// gives later commands.
+	deps      *deps.Report
+	depsEnv   []string
+	depsRan   bool     // a package manager ran: a rollback must forget the stamps
+	lockfiles []string // the lockfiles present after the step, committed with the result
+	verify    []CmdResult
+	accept    []CmdResult
+	brief     *FailureBrief
+	rollback  *RollbackRecord
 	// batch holds the attempt's artifacts until the attempt ends, when they
 	// are made durable together: recovery needs only the journal, which is
 	// synced on its own before the first write.
@@ -359,6 +366,7 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 				return err
 			}
 		}
+		a.touched = touchedWithLockfiles(a.touched, a.lockfiles)
 		s.records = append(s.records, r.record(a))
 		s.verdict, s.treeHash, s.done = VerdictPass, hash, true
 		left := ""
@@ -374,6 +382,13 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 			return err
 		}
 		a.rollback = &report
+	}
+	if a.depsRan {
+		// The rollback may have put a stamp back without every file of
+		// the tree it describes: the next step installs again.
+		if err := deps.Forget(r.repo.Root); err != nil {
+			return fmt.Errorf("after the rollback: %w", err)
+		}
 	}
 	a.writes.Forget()
 	s.records = append(s.records, r.record(a))
@@ -396,6 +411,20 @@ func (r *Run) finalize(ctx context.Context, s *state) error {
 	}
 	s.failureKey = key
 	return nil
+}
+
+// touchedWithLockfiles adds to the files an attempt wrote the lockfiles
+// present after its dependency step, which the commit must hold even when
+// allowed_files does not list them (the step wrote or checked them).
+func touchedWithLockfiles(touched, lockfiles []string) []string {
+	out := slices.Clone(touched)
+	for _, lf := range lockfiles {
+		if !slices.Contains(out, lf) {
+			out = append(out, lf)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // rollbackTimeout bounds a rollback, which must finish even when the run was
@@ -486,6 +515,7 @@ func (r *Run) record(a *attempt) AttemptRecord {
 		Verify:         nonNil(a.verify),
 		Acceptance:     nonNil(a.accept),
 		FailureBrief:   a.brief,
+		Deps:           a.deps,
 		Rollback:       a.rollback,
 	}
 	if a.proposal != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc"
@@ -69,6 +70,10 @@ type Options struct {
 	// --sandbox-hide); Preflight sets WorkTree and ReadOnly itself. The zero
 	// Mode means sandbox.ModeAuto.
 	Sandbox sandbox.Request
+	// Deps is the dependency step (--deps, --registry): after the writes
+	// and before verification, the harness installs what the manifests and
+	// lockfiles name, through the registry gateway (package deps).
+	Deps deps.Options
 
 	// RecordPath is the transcript the model records to, if any: like Out it
 	// must be outside the repo, or rollback would delete it.
@@ -121,7 +126,10 @@ type Run struct {
 	env      []string // the commands' environment, from opts.Env
 	envNames []string // the names in env taken from ours, for the summary
 	sandbox  *sandbox.Policy
-	repoMap  string // Options.RepoMap's text, "" for none
+	// depsBox confines the dependency step's package managers (nil with
+	// --deps off).
+	depsBox *sandbox.Policy
+	repoMap string // Options.RepoMap's text, "" for none
 }
 
 // Preflight checks everything that can be checked without touching the repo
@@ -237,7 +245,7 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 			return nil, err
 		}
 	}
-	if r.sandbox, err = prepareSandbox(opts, repo); err != nil {
+	if r.sandbox, r.depsBox, err = prepareSandbox(opts, repo); err != nil {
 		return nil, err
 	}
 	if r.runID, err = workorder.RunID(opts.WorkOrder, r.baseline.Commit); err != nil {
@@ -254,18 +262,35 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 
 // prepareSandbox decides how commands are confined: writable work tree,
 // read-only git directories (whichever of them are inside it) and artifacts.
-func prepareSandbox(opts Options, repo *gitws.Repo) (*sandbox.Policy, error) {
+// With the dependency step on, it also prepares the step's confinement, and
+// commands see the dependency cache copy-on-write (read-only with Landlock
+// alone), where the step's Go modules and crates are.
+func prepareSandbox(opts Options, repo *gitws.Repo) (run, step *sandbox.Policy, err error) {
 	req := opts.Sandbox
 	if req.Mode == "" {
 		req.Mode = sandbox.ModeAuto
 	}
 	req.WorkTree = repo.Root
 	req.ReadOnly = []string{filepath.Join(repo.Root, ".git"), repo.GitDir, repo.CommonDir, opts.Out}
-	p, err := sandbox.Prepare(req)
-	if err != nil {
-		return nil, preflightf("%v", err)
+	if opts.Deps.Enabled() {
+		cache, err := opts.Deps.CacheDir()
+		if err != nil {
+			return nil, nil, preflightf("%v", err)
+		}
+		stepReq, err := deps.StepRequest(req, cache)
+		if err != nil {
+			return nil, nil, preflightf("%v", err)
+		}
+		if step, err = sandbox.Prepare(stepReq); err != nil {
+			return nil, nil, preflightf("%v", err)
+		}
+		req.Caches = deps.RunCaches(req.Caches, cache)
 	}
-	return p, nil
+	run, err = sandbox.Prepare(req)
+	if err != nil {
+		return nil, nil, preflightf("%v", err)
+	}
+	return run, step, nil
 }
 
 // Summarize lists the first n items and how many more there are, for

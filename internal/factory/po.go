@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/lang"
 	"github.com/factory-harness/factory/internal/proc"
@@ -22,6 +24,9 @@ const cmdExcerptBytes = 4000
 // commands, stopping at the first failure.
 func (r *Run) po(ctx context.Context, s *state) error {
 	a := s.cur
+	if err := r.depsStep(ctx, a); err != nil || a.brief != nil {
+		return err
+	}
 	verify, err := r.verifyCommands()
 	if err != nil {
 		return err
@@ -60,6 +65,62 @@ func (r *Run) po(ctx context.Context, s *state) error {
 		}
 	}
 	return nil
+}
+
+// depsStep runs the dependency step (package deps) before verification.
+// A failure the attempt is blamed for becomes a deps_failed brief; only a
+// failure of the harness itself, or an interruption, is an error.
+func (r *Run) depsStep(ctx context.Context, a *attempt) error {
+	if !r.opts.Deps.Enabled() {
+		return nil
+	}
+	var recordErr error
+	rep, err := deps.Step(ctx, deps.Spec{
+		Root: r.repo.Root, Opts: r.opts.Deps, Sandbox: r.depsBox, Env: r.env, Dir: a.dir,
+		Timeout: r.opts.CommandTimeout,
+		Progress: func(format string, args ...any) {
+			r.progress("attempt %d/%d: po: %s", a.index, r.opts.MaxAttempts, fmt.Sprintf(format, args...))
+		},
+		OnStart: func(pgid int, startTicks uint64) {
+			recordErr = r.repo.RecordCommand(gitws.RunningCommand{PGID: pgid, StartTicks: startTicks})
+		},
+	})
+	if len(rep.Outcomes) > 0 || err != nil {
+		a.deps = &rep
+	}
+	a.depsEnv, a.depsRan, a.lockfiles = rep.Env, rep.Ran, rep.Lockfiles
+	if err := errors.Join(recordErr, r.repo.ClearCommand()); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if err := r.checkMeta(a, "the dependency step", []string{"factory", "deps"}); err != nil || a.brief != nil {
+		return err
+	}
+	if se := (*deps.StepError)(nil); errors.As(err, &se) {
+		cmd := se.Command
+		a.brief = newBrief(StageDepsFailed, &cmd, nil, truncateChars(se.Error(), MaxExcerptChars-200)+
+			"\nDependencies are installed by the harness from the manifest and lockfile; fix the manifest (names, versions), never install in a command.")
+		return nil
+	}
+	return err
+}
+
+// commandEnv is the environment of a's verification and acceptance
+// commands: the run's, with what the dependency step set (GOPROXY=off, the
+// virtual environment first on PATH, …).
+func (r *Run) commandEnv(a *attempt) []string {
+	if len(a.depsEnv) == 0 {
+		return r.env
+	}
+	env := slices.Clone(r.env)
+	for _, kv := range a.depsEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		env = append(env, kv)
+	}
+	return env
 }
 
 // verifyCommands applies the global verification rules (ARCHITECTURE "PO
@@ -116,7 +177,7 @@ func (r *Run) runCommand(ctx context.Context, a *attempt, name string, argv []st
 	var recordErr error
 	res := proc.Run(ctx, proc.Spec{
 		Argv: argv, Dir: r.repo.Root, Timeout: r.opts.CommandTimeout, Stdout: stdout, Stderr: stderr,
-		Env: r.env, MaxOutputBytes: proc.DefaultMaxOutputBytes, Sandbox: r.sandbox,
+		Env: r.commandEnv(a), MaxOutputBytes: proc.DefaultMaxOutputBytes, Sandbox: r.sandbox,
 		// The journal names the running group, so that `factory recover`
 		// can kill it if this process is killed first.
 		OnStart: func(pgid int, startTicks uint64) {

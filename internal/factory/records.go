@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
@@ -19,6 +20,10 @@ const (
 	// code or steer git (config, hooks, HEAD, ...). Not retried: the code
 	// the model wrote is hostile or broken.
 	StageGitMetadataChanged = "git_metadata_changed"
+	// StageDepsFailed: the dependency step could not install what the
+	// manifests name (an unknown package or version, a refused request, an
+	// integrity mismatch). Retried: the model can fix its manifest.
+	StageDepsFailed = "deps_failed"
 )
 
 // Verdicts of a run.
@@ -98,6 +103,9 @@ type AttemptRecord struct {
 	Verify         []CmdResult   `json:"verify"`
 	Acceptance     []CmdResult   `json:"acceptance"`
 	FailureBrief   *FailureBrief `json:"failure_brief"`
+	// Deps is what the dependency step did, null when it did not run
+	// (--deps off, or the attempt failed before it).
+	Deps *deps.Report `json:"deps"`
 	// Rollback is what restoring the baseline did; null when the attempt
 	// passed or never touched the repo.
 	Rollback *RollbackRecord `json:"rollback"`
