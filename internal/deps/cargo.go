@@ -70,11 +70,35 @@ func cargoInputs(root string) ([]string, error) {
 	var out []string
 	// A manifest that does not parse is the step's to report: here it counts by its bytes.
 	ms, _ := readCargoManifests(root)
+	none := true
 	for _, m := range ms {
 		out = append(out, m.path)
+		none = none && m.doc != nil && !cargoHasDeps(m.doc)
+	}
+	lock := existing(root, "Cargo.lock")
+	if none && len(lock) == 0 {
+		return nil, nil // nothing to fetch, and no lockfile to write
 	}
 	slices.Sort(out)
-	return append(out, existing(root, "Cargo.lock")...), nil
+	return append(out, lock...), nil
+}
+
+// cargoHasDeps reports whether a manifest names any dependency, however spelled.
+func cargoHasDeps(doc map[string]any) bool {
+	nonEmpty := func(v any) bool { m, _ := v.(map[string]any); return len(m) > 0 }
+	targets, _ := doc["target"].(map[string]any)
+	ws, _ := doc["workspace"].(map[string]any)
+	for _, t := range cargoDepTables {
+		if nonEmpty(doc[t]) {
+			return true
+		}
+		for _, tt := range targets {
+			if m, _ := tt.(map[string]any); nonEmpty(m[t]) {
+				return true
+			}
+		}
+	}
+	return nonEmpty(ws["dependencies"]) || nonEmpty(doc["patch"]) || nonEmpty(doc["replace"])
 }
 
 // cargoManifest is what the step reads of a Cargo.toml.
