@@ -24,7 +24,7 @@ import (
 
 // ValidatorVersion names the rule set that accepted a plan; it changes
 // whenever a validation rule does.
-const ValidatorVersion = "2"
+const ValidatorVersion = "3"
 
 // Options configure one compile.
 type Options struct {

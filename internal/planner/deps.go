@@ -40,18 +40,26 @@ const (
 // python argv runs: short options may be combined (-Bc CODE, -cCODE), -W and
 // -X take a value, and the first non-option argument is the script.
 func pythonMode(argv []string) (pyMode, string) {
+	mode, arg, _ := pythonArgs(argv)
+	return mode, arg
+}
+
+// pythonArgs is pythonMode and the index in argv of the first argument
+// after the code, module or script: sys.argv[1:] of the program
+// (len(argv) when there is none).
+func pythonArgs(argv []string) (pyMode, string, int) {
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		switch {
 		case a == "-":
-			return pyNone, "" // the program comes from stdin
+			return pyNone, "", len(argv) // the program comes from stdin
 		case a == "--":
 			if i+1 < len(argv) {
-				return pyScript, argv[i+1]
+				return pyScript, argv[i+1], i + 2
 			}
-			return pyNone, ""
+			return pyNone, "", len(argv)
 		case !strings.HasPrefix(a, "-"):
-			return pyScript, a
+			return pyScript, a, i + 1
 		case a == "--check-hash-based-pycs":
 			i++ // takes a value
 			continue
@@ -66,12 +74,12 @@ func pythonMode(argv []string) (pyMode, string) {
 					mode = pyModule
 				}
 				if rest := a[j+1:]; rest != "" {
-					return mode, rest
+					return mode, rest, i + 1
 				}
 				if i+1 < len(argv) {
-					return mode, argv[i+1]
+					return mode, argv[i+1], i + 2
 				}
-				return pyNoArg, "" // python reports "Argument expected"
+				return pyNoArg, "", len(argv) // python reports "Argument expected"
 			case 'W', 'X':
 				if a[j+1:] == "" {
 					i++ // the value is the next argument
@@ -80,7 +88,7 @@ func pythonMode(argv []string) (pyMode, string) {
 			}
 		}
 	}
-	return pyNone, ""
+	return pyNone, "", len(argv)
 }
 
 // pythonCode returns the code of a `python -c CODE` command.

@@ -7,9 +7,11 @@ import (
 	"testing"
 )
 
-// seedsPrompt is the planner template as it was before languages: the
-// prompt a Python repository (or an empty one) must still get, byte for
-// byte, so that recorded transcripts replay.
+// seedsPrompt is the planner template with Python's text filled in (as it
+// was before languages, plus the later rules on dependencies): the prompt a
+// Python repository (or an empty one) gets, byte for byte. Recorded
+// transcripts hold it, so a change to it means re-recording them
+// (examples/README.md, examples/eval/README.md).
 //
 //go:embed testdata/planner_python.golden.md
 var seedsPrompt string

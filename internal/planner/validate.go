@@ -33,10 +33,15 @@ import (
 //	E107  a go, cargo or node acceptance command needs a package directory,
 //	      manifest or script that neither the repository nor any work
 //	      order up to this one (allowed_files) can provide
+//	E108  an acceptance command (or verify_contract.command) installs or
+//	      downloads packages or files (npm install, pip install, go get,
+//	      cargo add, curl, git clone, apt-get install, …), though commands
+//	      run without network: the harness installs what the manifests
+//	      declare before verification
 //	W101  acceptance command depends on a file that may not exist (warning)
 //	W102  allowed_files entry not in context_files (warning)
 type Issue struct {
-	Code    string `json:"code"`    // E000…E007, E101…E107, W101, W102
+	Code    string `json:"code"`    // E000…E007, E101…E108, W101, W102
 	WOID    string `json:"wo_id"`   // the order's id as written, "work_orders[N]" if it has none, "" for plan-level issues
 	Field   string `json:"field"`   // e.g. "acceptance_commands[1]", "preconditions[0].path"; relative to the order, or to the plan when WOID is ""
 	Message string `json:"message"` // what is wrong and how to fix it; does not repeat WOID or Field
@@ -124,7 +129,7 @@ const maxIDBytes = 64
 //
 // Each work order is decoded on its own, so one broken order does not hide
 // the problems of the others, and acceptance commands are checked (E003,
-// E006, E007, E105) even in orders that fail E005. The condition chain
+// E006, E007, E105, E108) even in orders that fail E005. The condition chain
 // (E101, W101, E106) stops at the first order that cannot be parsed, since
 // the state after it is unknown; E102–E104 only need the order itself.
 //
@@ -132,8 +137,8 @@ const maxIDBytes = 64
 // each order's file_exists postconditions (an order without postconditions
 // adds nothing, even the files it writes). A path holds if it is a file in
 // the state or a directory with a file under it, as the factory's Lstat
-// sees it. E101–E104 concern only orders that declare conditions; E105 and
-// W101 apply to every order. E107 reads go, cargo and node command lines
+// sees it. E101–E104 concern only orders that declare conditions; E105, E108
+// and W101 apply to every order. E107 reads go, cargo and node command lines
 // (internal/planner/validate_lang.go) and needs a parsable chain and a
 // known repository, like W101. W101 covers non-stdlib imports in python -c
 // code, `python X.py` and `bash X`/`sh X`; not `python -m`, dynamic
@@ -182,7 +187,7 @@ type order struct {
 // command is one acceptance command that parsed to an argv.
 type command struct {
 	argv    []string
-	banned  bool        // E105: no dependency warnings on top
+	banned  bool        // E105 or E108: no dependency warnings on top
 	code    string      // the python -c code, when inspect is set
 	inspect bool        // the code is for Env.Python to check (see inspectAll)
 	python  *PythonInfo // inspection of python -c code, if done and it compiled

@@ -1,4 +1,5 @@
-// Per-order checks that need only the order itself: E001, E003–E007, E105.
+// Per-order checks that need only the order itself: E001, E003–E007, E105,
+// E108.
 
 package planner
 
@@ -31,7 +32,7 @@ func (v *validator) globCheck(idx int, woid, field, p string) bool {
 }
 
 // order runs the checks that need only the order itself: E001, E003–E007,
-// E105. seen maps ids to the index that used them first.
+// E105, E108. seen maps ids to the index that used them first.
 func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *order {
 	o := &order{idx: idx, woid: fmt.Sprintf("work_orders[%d]", idx)}
 	loose := looseObject(raw)
@@ -115,7 +116,7 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 	return o
 }
 
-// acceptance checks one acceptance command: E003, E007, E105, E006.
+// acceptance checks one acceptance command: E003, E007, E105, E108, E006.
 func (v *validator) acceptance(idx int, woid, field, line string) command {
 	if strings.TrimSpace(line) == "" {
 		return command{} // E005 says it must not be empty
@@ -141,6 +142,9 @@ func (v *validator) acceptance(idx int, woid, field, line string) command {
 	}
 	if isVerifyCommand(argv) {
 		v.add(idx, "E105", woid, field, "runs scripts/verify.sh, which the factory already runs after every work order; remove it and test this work order's own behaviour instead")
+		cmd.banned = true
+	}
+	if v.installCheck(idx, woid, field, "acceptance command", line, argv) {
 		cmd.banned = true
 	}
 	code, ok := pythonCode(argv)

@@ -179,15 +179,19 @@ func (v *validator) contract(raw json.RawMessage) (*workorder.VerifyContract, bo
 		return nil, false
 	}
 	// A command that cannot run is the same error as in an acceptance
-	// command (E003, E007), not a malformed plan: like ParseManifest, the
+	// command (E003, E007, E108), not a malformed plan: like ParseManifest, the
 	// manifest still holds the contract.
-	if _, err := proc.ParseCommand(c.Command); err != nil {
+	// It runs without network too (E108).
+	argv, err := proc.ParseCommand(c.Command)
+	if err != nil {
 		var ce *proc.CommandError
 		if errors.As(err, &ce) && ce.Kind == proc.KindShellFeature {
 			v.planIssue("E003", "verify_contract.command", "%s; write one plain command with literal arguments", ce.Reason)
 		} else {
 			v.planIssue("E007", "verify_contract.command", "cannot be split into program arguments: %s", commandReason(err))
 		}
+	} else {
+		v.installCheck(-1, "", "verify_contract.command", "verify command", c.Command, argv)
 	}
 	return &c, true
 }

@@ -370,6 +370,20 @@ func TestValidateCodes(t *testing.T) {
 			{name: "repo unknown", raw: plan(t, nil, wo(1, cmds("go test ./missing", "cargo test"))), unknown: true},
 			ok("after an unparsable order", plan(t, nil, wo(1, del("title")), wo(2, cmds("go test ./missing")))),
 		},
+		"E108": {
+			bad("npm install", plan(t, nil, wo(1, cmds("npm test", "npm install lodash"))), "acceptance_commands[1]",
+				`acceptance command "npm install lodash" installs or downloads packages (npm install): commands run without network; declare the dependency in package.json`),
+			bad("pip install", plan(t, nil, wo(1, cmds("python3 -m pip install -r requirements.txt"))), "acceptance_commands[0]", "requirements.txt or in pyproject.toml"),
+			bad("go get after -C", plan(t, nil, wo(1, cmds("go -C tools get example.com/x@v1"))), "acceptance_commands[0]", "(go get)"),
+			bad("cargo add", plan(t, nil, wo(1, cmds("cargo add serde"))), "acceptance_commands[0]", "Cargo.toml"),
+			bad("curl", plan(t, nil, wo(1, cmds("curl -fsSL https://example.com/x.json"))), "acceptance_commands[0]", "downloads from the network (curl)"),
+			bad("inside sh -c", plan(t, nil, wo(1, cmds(`sh -c "npm ci && npm test"`))), "acceptance_commands[0]", "(npm ci)"),
+			bad("in a broken order", plan(t, nil, wo(1, del("title"), cmds("yarn"))), "acceptance_commands[0]", "(yarn)"),
+			bad("verify contract", plan(t, map[string]any{"command": "npm ci", "requires": []any{}}, wo(1)), "verify_contract.command", `verify command "npm ci" installs`),
+			ok("offline commands", plan(t, nil, wo(1, cmds("npm test", "npm run build", "go test ./...", "cargo test", "python -m pytest", "pip --version",
+				"pip list", "pip show requests", "go mod verify", "go list -m all")))),
+			ok("verify contract", plan(t, contract(), wo(1))),
+		},
 		"W101": {
 			bad("python -c import", plan(t, nil, wo(1, cmds(`python3 -c "import calc"`))), "acceptance_commands[0]", "none of calc.py, calc/__init__.py"),
 			bad("dotted import", plan(t, nil, wo(1, creates("pkg/__init__.py"), cmds(`python3 -c "import pkg.mod"`))), "acceptance_commands[0]", "imports pkg.mod, but none of pkg/mod.py, pkg/mod/__init__.py"),
@@ -402,7 +416,7 @@ func TestValidateCodes(t *testing.T) {
 			ok("not reported for an unparsable order", plan(t, nil, wo(1, del("title"), set("context_files", strs())))),
 		},
 	}
-	for _, code := range []string{"E000", "E001", "E003", "E004", "E005", "E006", "E007", "E101", "E102", "E103", "E104", "E105", "E106", "E107", "W101", "W102"} {
+	for _, code := range []string{"E000", "E001", "E003", "E004", "E005", "E006", "E007", "E101", "E102", "E103", "E104", "E105", "E106", "E107", "E108", "W101", "W102"} {
 		cases := tests[code]
 		var triggers, passes int
 		for _, c := range cases {
@@ -836,7 +850,8 @@ func TestNaturalCompare(t *testing.T) {
 
 var validCodes = map[string]bool{
 	"E000": true, "E001": true, "E003": true, "E004": true, "E005": true, "E006": true, "E007": true,
-	"E101": true, "E102": true, "E103": true, "E104": true, "E105": true, "E106": true, "W101": true, "W102": true,
+	"E101": true, "E102": true, "E103": true, "E104": true, "E105": true, "E106": true, "E107": true, "E108": true,
+	"W101": true, "W102": true,
 }
 
 func FuzzValidate(f *testing.F) {
@@ -846,6 +861,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add(plan(f, nil, wo(1, del("title"), set("allowed_files", strs("*.py", "../x")), set("context_files", []any{nil, 1}))))
 	f.Add([]byte(`{"work_orders":[null,1,"x",[],{}],"verify_contract":{"command":"","requires":[{"kind":"file_exists","path":"[x"}]}}`))
 	f.Add([]byte(`{"work_orders":[{"id":"\ud800"}]}`))
+	f.Add(plan(f, map[string]any{"command": "npm ci", "requires": []any{}}, wo(1, cmds("npm install x", `sh -c "pip install y && go get z"`, "env A=1 cargo add w"))))
 	f.Add([]byte(`{"a":1,"a":2}`))
 	f.Add([]byte(`{"work_orders":[{"8c":[{"":"0"}],"7":""}]}`)) // once named a random one of its unknown fields
 	f.Add([]byte("\xff"))
