@@ -43,7 +43,7 @@ func newPlanCmd(env Env) *cobra.Command {
 		Long: `Compile a product specification into work orders for 'factory run'.
 
 A model drafts the plan (OpenAI: Responses API, background mode with polling;
-anthropic:NAME: the Messages API, streamed; see docs/providers.md); the deterministic validators check it (error codes E000-E007, E101-E106, warning W101; see
+anthropic:NAME: the Messages API, streamed; see docs/providers.md); the deterministic validators check it (error codes E000-E007, E101-E108, warnings W101-W102; see
 the README); on errors the model revises it against the exact error list, up to
 --max-attempts times. A reviewer model then checks acceptance commands against the notes
 and the APIs across work orders (--no-review to skip); its findings go back to the planner

@@ -288,11 +288,18 @@ func (s Spec) install(ctx context.Context, d *driver, e *stepEnv, out *Outcome) 
 	}
 	for i, c := range cmds {
 		if i > 0 {
+			old := g.Base()
 			if port, err = s.Sandbox.OpenPort(); err != nil {
 				return fmt.Errorf("dependency gateway: %w", err)
 			}
 			if err := g.rebase("http://"+port.Addr()+"/", s.Root, d.lockfiles); err != nil {
 				return err
+			}
+			// The command names the gateway as prepare knew it (npm's --registry, GOPROXY).
+			for _, list := range [][]string{c.Argv, c.Env} {
+				for j := range list {
+					list[j] = strings.ReplaceAll(list[j], old, g.Base())
+				}
 			}
 		}
 		logPath := filepath.Join(s.Dir, "logs", fmt.Sprintf("deps_%s_%d.txt", d.eco, i+1))
