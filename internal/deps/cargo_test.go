@@ -1,9 +1,7 @@
 package deps
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -57,15 +55,7 @@ func cargoProject(t *testing.T, deps string, files map[string]string) string {
 	for name, body := range files {
 		all[name] = body
 	}
-	for name, body := range all {
-		path := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, all)
 	return root
 }
 
@@ -91,25 +81,6 @@ func cargoOutcome(t *testing.T, rep Report) Outcome {
 	return Outcome{}
 }
 
-func readRequests(t *testing.T, dir string) []Request {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "deps.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []Request
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r Request
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("deps.jsonl line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 // checkCargoFetched checks a step that fetched alpha and b: Cargo.lock names crates.io with
 // checksums, never the gateway or the registry, and deps.jsonl has a complete line per request
 // the registry received.
@@ -128,7 +99,7 @@ func checkCargoFetched(t *testing.T, root, dir string, reg *registrytest.CargoRe
 	if s := string(lock); strings.Contains(s, "127.0.0.1") || strings.Contains(s, "factory-gateway") {
 		t.Errorf("Cargo.lock names the gateway or the test registry:\n%s", s)
 	}
-	reqs := readRequests(t, dir)
+	reqs := readLog(t, dir)
 	if got := len(reg.Requests()); len(reqs) != got {
 		t.Errorf("deps.jsonl has %d lines, the registry received %d requests: %+v", len(reqs), got, reqs)
 	}
@@ -320,7 +291,7 @@ func TestCargoStepRefusesOtherSources(t *testing.T) {
 			if out := cargoOutcome(t, rep); out.Refused != 1 || out.Error == "" {
 				t.Errorf("outcome %+v, want one refusal and the error", out)
 			}
-			reqs := readRequests(t, dir)
+			reqs := readLog(t, dir)
 			if len(reqs) != 1 || reqs[0].URL != tc.url || reqs[0].Decision != Refused || reqs[0].Status != 403 || reqs[0].Reason == "" {
 				t.Errorf("deps.jsonl %+v, want one refusal of %s", reqs, tc.url)
 			}

@@ -125,16 +125,6 @@ func (g *Gateway) UpstreamURL(raw string) string {
 	return g.upstream.String() + rest
 }
 
-// ReplaceURLs replaces, in a document, every occurrence of the registry's root by the gateway's or
-// (toGateway false) the reverse: enough for lockfiles, which name URLs as JSON or TOML strings.
-func (g *Gateway) ReplaceURLs(doc []byte, toGateway bool) []byte {
-	from, to := g.base, g.upstream.String()
-	if toGateway {
-		from, to = to, from
-	}
-	return bytes.ReplaceAll(doc, []byte(from), []byte(to))
-}
-
 // rebase moves the gateway to a new root URL (a new port), and the lockfiles of root that name
 // the old one with it.
 func (g *Gateway) rebase(base, root string, lockfiles []string) error {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/factory-harness/factory/internal/lang"
 )
 
 // The Go step downloads every module of go.mod's build list into the dependency cache's module
@@ -75,22 +77,15 @@ func goPrepare(e *stepEnv) ([]command, error) {
 // userModCache is the user's own module cache, if it has a download cache: read through a file://
 // proxy, it saves a download of what the machine already has.
 func userModCache() string {
-	dir := os.Getenv("GOMODCACHE")
-	if dir == "" {
-		gopath := os.Getenv("GOPATH")
-		if gopath == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return ""
-			}
-			gopath = filepath.Join(home, "go")
+	for _, c := range lang.MachineToolchains().Caches {
+		if c.Env != "GOMODCACHE" {
+			continue
 		}
-		dir = filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
+		if info, err := os.Stat(filepath.Join(c.Dir, "cache", "download")); err == nil && info.IsDir() {
+			return c.Dir
+		}
 	}
-	if info, err := os.Stat(filepath.Join(dir, "cache", "download")); err != nil || !info.IsDir() {
-		return ""
-	}
-	return dir
+	return ""
 }
 
 // goExplain keeps the go command's error lines.

@@ -1,9 +1,7 @@
 package deps
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -27,42 +25,10 @@ func goModules() []registrytest.GoModule {
 // goProject writes a module that uses example.com/greet, with go.mod naming it and no go.sum.
 func goProject(t *testing.T) string {
 	t.Helper()
-	root := t.TempDir()
-	write(t, root, "go.mod", "module example.com/app\n\ngo 1.21\n\nrequire example.com/greet v1.0.0\n")
-	write(t, root, "main.go", "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/greet\"\n)\n\nfunc main() { fmt.Println(greet.Hello()) }\n")
-	return root
-}
-
-func write(t *testing.T, root, name, content string) {
-	t.Helper()
-	path := filepath.Join(root, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func readLog(t *testing.T, dir string) []Request {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "deps.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []Request
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r Request
-		dec := json.NewDecoder(strings.NewReader(sc.Text()))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("deps.jsonl line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return workTree(t, map[string]string{
+		"go.mod":  "module example.com/app\n\ngo 1.21\n\nrequire example.com/greet v1.0.0\n",
+		"main.go": "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/greet\"\n)\n\nfunc main() { fmt.Println(greet.Hello()) }\n",
+	})
 }
 
 func goEnv(t *testing.T) {
@@ -153,8 +119,7 @@ func TestGoStepDownloadsThenBuildsOffline(t *testing.T) {
 func TestGoStepUnknownModule(t *testing.T) {
 	goEnv(t)
 	proxy := registrytest.NewGoProxy(t, goModules()...)
-	root, dir := t.TempDir(), t.TempDir()
-	write(t, root, "go.mod", "module example.com/app\n\ngo 1.21\n\nrequire example.com/nosuch v0.1.0\n")
+	root, dir := workTree(t, map[string]string{"go.mod": "module example.com/app\n\ngo 1.21\n\nrequire example.com/nosuch v0.1.0\n"}), t.TempDir()
 	_, err := Step(context.Background(), Spec{Root: root, Opts: Options{Registries: map[Ecosystem]string{Go: proxy.URL + "/"}, Cache: t.TempDir()}, Env: os.Environ(), Dir: dir})
 	var se *StepError
 	if !errors.As(err, &se) || !errors.Is(err, ErrStep) || !strings.Contains(se.Message, "example.com/nosuch") {

@@ -43,22 +43,6 @@ func npmRegistry(t *testing.T) (*registrytest.NPMRegistry, string) {
 	), marker
 }
 
-// npmProject writes files, by slash-separated path, into a new work tree.
-func npmProject(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for name, body := range files {
-		path := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
 // npmStep runs the step on root with the registry at reg, logging to a directory it returns.
 func npmStep(t *testing.T, root, reg, cache string, sb *sandbox.Policy, env []string) (Report, string, error) {
 	t.Helper()
@@ -110,7 +94,7 @@ func checkNPMLock(t *testing.T, root string, reg *registrytest.NPMRegistry, want
 // received from the request before on, at least min of them.
 func checkNPMLog(t *testing.T, dir string, reg *registrytest.NPMRegistry, before, min int) {
 	t.Helper()
-	logged := readRequests(t, dir)
+	logged := readLog(t, dir)
 	got := reg.Requests()[before:]
 	if len(logged) != len(got) || len(got) < min {
 		t.Errorf("deps.jsonl has %d lines, the registry received %d requests (want %d at least): %v", len(logged), len(got), min, got)
@@ -135,7 +119,7 @@ func TestNPMStepInstallsThenRunsOffline(t *testing.T) {
 		return map[string]string{"package.json": `{"name": "app", "version": "1.0.0", "dependencies": {` + deps + `},
   "scripts": {"preinstall": ` + write + `, "postinstall": ` + write + `, "prepare": ` + write + `}}`}
 	}
-	root := npmProject(t, manifest(`"a": "^1.0.0"`))
+	root := workTree(t, manifest(`"a": "^1.0.0"`))
 	cache := t.TempDir()
 	rep, dir, err := npmStep(t, root, reg.URL, cache, nil, env)
 	if err != nil {
@@ -211,7 +195,7 @@ func TestNPMStepTakesYarnLock(t *testing.T) {
 	reg, _ := npmRegistry(t)
 	yarnLock := "# yarn lockfile v1\n\n\na@^1.0.0:\n  version \"1.0.0\"\n  resolved \"" + reg.URL + "a/-/a-1.0.0.tgz\"\n  dependencies:\n    b \"^1.0.0\"\n\n" +
 		"b@^1.0.0:\n  version \"1.0.0\"\n  resolved \"" + reg.URL + "b/-/b-1.0.0.tgz#abc\"\n"
-	root := npmProject(t, map[string]string{
+	root := workTree(t, map[string]string{
 		"package.json":   `{"name": "app", "version": "1.0.0", "dependencies": {"a": "^1.0.0"}}`,
 		"yarn.lock":      yarnLock,
 		"pnpm-lock.yaml": "lockfileVersion: '9.0'\n",
@@ -237,7 +221,7 @@ func TestNPMStepIgnoresProjectNpmrc(t *testing.T) {
 	env := npmEnv(t)
 	reg, marker := npmRegistry(t)
 	other := registrytest.NPM(t, registrytest.NPMPackage{Name: "a", Version: "1.0.0"}, registrytest.NPMPackage{Name: "@s/c", Version: "2.0.0"})
-	root := npmProject(t, map[string]string{
+	root := workTree(t, map[string]string{
 		"package.json": `{"name": "app", "version": "1.0.0", "dependencies": {"a": "^1.0.0", "@s/c": "2.0.0", "hooked": "1.0.0"}}`,
 		".npmrc": "registry=" + other.URL + "\n@s:registry=" + other.URL + "\nproxy=" + other.URL + "\nhttps-proxy=" + other.URL +
 			"\nreplace-registry-host=always\nignore-scripts=false\npackage-lock=false\nsave-exact=true\n",
@@ -320,7 +304,7 @@ func TestNPMStepRefuses(t *testing.T) {
 		}, evilTgz + "#abc", "yarn.lock:3: resolved at " + evilTgz},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := npmProject(t, tc.files)
+			root := workTree(t, tc.files)
 			_, dir, err := npmStep(t, root, reg.URL, t.TempDir(), nil, env)
 			var se *StepError
 			if !errors.As(err, &se) || !errors.Is(err, ErrStep) || se.Ecosystem != NPM || !strings.Contains(se.Message, tc.want) {
@@ -329,7 +313,7 @@ func TestNPMStepRefuses(t *testing.T) {
 			if lines := strings.Count(se.Message, "\n"); lines > 6 {
 				t.Errorf("message of %d lines: %s", lines+1, se.Message)
 			}
-			logged := readRequests(t, dir)
+			logged := readLog(t, dir)
 			if tc.refused != "" && !slices.ContainsFunc(logged, func(r Request) bool { return r.Decision == Refused && r.URL == tc.refused }) {
 				t.Errorf("deps.jsonl %+v: want %s refused", logged, tc.refused)
 			}
@@ -363,7 +347,7 @@ func TestNPMStepFailures(t *testing.T) {
 		{"integrity mismatch", map[string]string{"package.json": `{"name": "app", "version": "1.0.0", "dependencies": {"b": "1.0.0"}}`, "package-lock.json": wrong}, []string{"EINTEGRITY", "b-1.0.0.tgz"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := npmProject(t, tc.files)
+			root := workTree(t, tc.files)
 			_, _, err := npmStep(t, root, reg.URL, t.TempDir(), nil, env)
 			var se *StepError
 			if !errors.As(err, &se) || se.Command == "" {
@@ -402,7 +386,7 @@ func TestNPMStepConfined(t *testing.T) {
 	}
 	reg, _ := npmRegistry(t)
 	cache := t.TempDir()
-	root := npmProject(t, map[string]string{"package.json": `{"name": "app", "version": "1.0.0", "dependencies": {"a": "^1.0.0", "@s/c": "2.0.0"}}`})
+	root := workTree(t, map[string]string{"package.json": `{"name": "app", "version": "1.0.0", "dependencies": {"a": "^1.0.0", "@s/c": "2.0.0"}}`})
 	req, err := StepRequest(sandbox.Request{Mode: sandbox.ModeRequired, WorkTree: root}, cache)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package deps
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,22 +48,6 @@ func pypiIndex(t *testing.T, o registrytest.PyPIOptions, marker string) *registr
 
 func pyString(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-// pypiRoot is a work tree holding files.
-func pypiRoot(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for name, body := range files {
-		path := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
 // pypiSpec is a step through the test index at url, with a cache and HOME of the test's own.
 func pypiSpec(t *testing.T, root, url string) Spec {
 	t.Helper()
@@ -75,33 +58,6 @@ func pypiSpec(t *testing.T, root, url string) Spec {
 		Env:  append(os.Environ(), "HOME="+home),
 		Dir:  t.TempDir(),
 	}
-}
-
-// readRequestLog reads deps.jsonl, checking that each line has every field.
-func readRequestLog(t *testing.T, dir string) []Request {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "deps.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []Request
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var fields map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &fields); err != nil {
-			t.Fatalf("deps.jsonl line %q: %v", sc.Text(), err)
-		}
-		for _, k := range []string{"method", "url", "status", "bytes", "sha256", "decision", "reason"} {
-			if _, ok := fields[k]; !ok {
-				t.Errorf("deps.jsonl line %s: no %q", sc.Text(), k)
-			}
-		}
-		var r Request
-		_ = json.Unmarshal(sc.Bytes(), &r)
-		out = append(out, r)
-	}
-	return out
 }
 
 // treeFiles are root's files and directories, .venv's contents left out.
@@ -142,7 +98,7 @@ func TestPyPIStep(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := pypiIndex(t, tc.opts, filepath.Join(t.TempDir(), "built"))
-			root := pypiRoot(t, tc.files)
+			root := workTree(t, tc.files)
 			s := pypiSpec(t, root, reg.URL)
 			rep, err := Step(context.Background(), s)
 			if err != nil {
@@ -157,7 +113,7 @@ func TestPyPIStep(t *testing.T) {
 				t.Errorf("outcome %+v: want pypi, not skipped, 2 packages, none refused, no lockfile", out)
 			}
 
-			log := readRequestLog(t, s.Dir)
+			log := readLog(t, s.Dir)
 			if len(log) != out.Requests || len(log) == 0 {
 				t.Errorf("deps.jsonl has %d lines, the outcome %d requests", len(log), out.Requests)
 			}
@@ -262,7 +218,7 @@ func TestPyPIRefusals(t *testing.T) {
 			foreignHits = nil
 			mu.Unlock()
 			reg := pypiIndex(t, registrytest.PyPIOptions{AbsoluteLinks: true}, marker)
-			root := pypiRoot(t, tc.files)
+			root := workTree(t, tc.files)
 			s := pypiSpec(t, root, reg.URL)
 			s.Env = append(s.Env, tc.env...)
 			// The user's pip configuration, which the step does not read either.
@@ -292,7 +248,7 @@ func TestPyPIRefusals(t *testing.T) {
 				t.Errorf("message of %d lines: want a few", strings.Count(se.Message, "\n")+1)
 			}
 			if tc.refused != "" {
-				if !slices.ContainsFunc(readRequestLog(t, s.Dir), func(r Request) bool {
+				if !slices.ContainsFunc(readLog(t, s.Dir), func(r Request) bool {
 					return r.Decision == Refused && r.URL == tc.refused && r.Status == http.StatusForbidden
 				}) {
 					t.Errorf("deps.jsonl: no refusal of %s", tc.refused)
@@ -345,7 +301,7 @@ func TestPyPIFailures(t *testing.T) {
 		{"transitive unhashed", "demo-lib==1.0 --hash=sha256:" + demoSum + "\n", []string{"helper"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := pypiSpec(t, pypiRoot(t, map[string]string{"requirements.txt": tc.requirements}), reg.URL)
+			s := pypiSpec(t, workTree(t, map[string]string{"requirements.txt": tc.requirements}), reg.URL)
 			_, err := Step(context.Background(), s)
 			var se *StepError
 			if !errors.As(err, &se) {
@@ -377,7 +333,7 @@ func TestPyPIConfined(t *testing.T) {
 		t.Skipf("user namespaces are not available here (%s): the confined step cannot be tested", sup.UserNamespacesError)
 	}
 	reg := pypiIndex(t, registrytest.PyPIOptions{AbsoluteLinks: true}, filepath.Join(t.TempDir(), "built"))
-	root := pypiRoot(t, map[string]string{"requirements.txt": "demo-lib\n"})
+	root := workTree(t, map[string]string{"requirements.txt": "demo-lib\n"})
 	s := pypiSpec(t, root, reg.URL)
 	req, err := StepRequest(sandbox.Request{Mode: sandbox.ModeRequired, WorkTree: root}, s.Opts.Cache)
 	if err != nil {
@@ -555,7 +511,7 @@ lint = ["linter"]
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := pypiRoot(t, tc.files)
+			root := workTree(t, tc.files)
 			if err := os.MkdirAll(filepath.Join(root, ".venv", "lib"), 0o755); err != nil {
 				t.Fatal(err)
 			}

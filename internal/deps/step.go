@@ -126,25 +126,6 @@ type Report struct {
 	Ran bool `json:"-"`
 }
 
-// Used lists the ecosystems whose manifests root holds and that the step knows.
-func Used(root string) ([]Ecosystem, error) {
-	var out []Ecosystem
-	for _, eco := range Ecosystems {
-		d := drivers[eco]
-		if d == nil {
-			continue
-		}
-		in, err := d.inputs(root)
-		if err != nil {
-			return nil, err
-		}
-		if len(in) > 0 {
-			out = append(out, eco)
-		}
-	}
-	return out, nil
-}
-
 // Step installs, for each ecosystem root uses, what its manifests and lockfiles name, unless what
 // is installed already matches them. A failure the attempt is blamed for is a *StepError (errors.Is
 // ErrStep); the Report then still says what ran.
@@ -339,12 +320,8 @@ func (s Spec) runThrough(ctx context.Context, port *sandbox.Port, g *Gateway, c 
 		defer close(served)
 		_ = srv.Serve(port.Listener())
 	}()
-	env := slices.Clone(s.Env)
-	for _, kv := range c.Env {
-		env = setEnv(env, kv)
-	}
 	res := proc.Run(ctx, proc.Spec{
-		Argv: c.Argv, Dir: s.Root, Timeout: s.Timeout, Stdout: logPath, Stderr: logPath, Env: env,
+		Argv: c.Argv, Dir: s.Root, Timeout: s.Timeout, Stdout: logPath, Stderr: logPath, Env: proc.SetEnv(s.Env, c.Env...),
 		MaxOutputBytes: proc.DefaultMaxOutputBytes, Sandbox: s.Sandbox, Port: port, OnStart: s.OnStart,
 	})
 	_ = srv.Close()
@@ -443,13 +420,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// setEnv sets NAME=value in env, replacing an earlier value.
-func setEnv(env []string, kv string) []string {
-	name, _, _ := strings.Cut(kv, "=")
-	env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
-	return append(env, kv)
-}
-
 // StepRequest is the sandbox request for the step's package managers, from the run's: the same
 // confinement, with the dependency cache as their writable HOME (each ecosystem's cache, which the
 // step writes, is a directory of it), and the toolchain caches whose variables the drivers set
@@ -460,13 +430,7 @@ func StepRequest(run sandbox.Request, cache string) (sandbox.Request, error) {
 	}
 	req := run
 	req.Home = cache
-	req.Caches = nil
-	for _, c := range run.Caches {
-		if slices.Contains(stepVars, c.Env) {
-			c.Env = ""
-		}
-		req.Caches = append(req.Caches, c)
-	}
+	req.Caches = withoutVars(run.Caches, stepVars)
 	return req, nil
 }
 
@@ -477,12 +441,18 @@ var stepVars = []string{"GOMODCACHE", "CARGO_HOME", "npm_config_cache", "NPM_CON
 // the run's, but for the variables the step's environment sets instead (GOMODCACHE, CARGO_HOME),
 // plus the dependency cache itself (copy-on-write, or read-only with Landlock alone).
 func RunCaches(caches []sandbox.Cache, cache string) []sandbox.Cache {
+	return append(withoutVars(caches, []string{"GOMODCACHE", "CARGO_HOME"}), sandbox.Cache{Dir: cache, ReadOnlyFallback: true})
+}
+
+// withoutVars are caches, those whose variable is one of vars shown without it: the step's
+// environment points that variable elsewhere, and the sandbox would set it back.
+func withoutVars(caches []sandbox.Cache, vars []string) []sandbox.Cache {
 	out := make([]sandbox.Cache, 0, len(caches)+1)
 	for _, c := range caches {
-		if c.Env == "GOMODCACHE" || c.Env == "CARGO_HOME" {
+		if slices.Contains(vars, c.Env) {
 			c.Env = ""
 		}
 		out = append(out, c)
 	}
-	return append(out, sandbox.Cache{Dir: cache, ReadOnlyFallback: true})
+	return out
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -114,13 +113,7 @@ func (r *Run) commandEnv(a *attempt) []string {
 	if len(a.depsEnv) == 0 {
 		return r.env
 	}
-	env := slices.Clone(r.env)
-	for _, kv := range a.depsEnv {
-		name, _, _ := strings.Cut(kv, "=")
-		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
-		env = append(env, kv)
-	}
-	return env
+	return proc.SetEnv(r.env, a.depsEnv...)
 }
 
 // verifyCommands applies the global verification rules (ARCHITECTURE "PO

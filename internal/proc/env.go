@@ -49,6 +49,19 @@ var coreNames = []string{
 	"CARGO_HOME", "RUSTUP_HOME", "PYENV_ROOT",
 }
 
+// SetEnv returns env with the NAME=value entries kvs set, replacing earlier values of their names;
+// env itself is not changed.
+func SetEnv(env []string, kvs ...string) []string {
+	out := make([]string, 0, len(env)+len(kvs))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(kvs, func(set string) bool { return strings.HasPrefix(set, name+"=") }) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, kvs...)
+}
+
 // forcedEnv is set for every command, replacing inherited values, so that verification leaves no
 // __pycache__ or .pytest_cache behind in the repository.
 var forcedEnv = []string{"PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider"}

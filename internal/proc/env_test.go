@@ -206,3 +206,14 @@ func TestParseEnvMode(t *testing.T) {
 		}
 	}
 }
+
+func TestSetEnv(t *testing.T) {
+	env := []string{"A=1", "B=2", "AB=3"}
+	got := SetEnv(env, "A=x", "C=y")
+	if want := []string{"B=2", "AB=3", "A=x", "C=y"}; !slices.Equal(got, want) {
+		t.Errorf("SetEnv = %q, want %q", got, want)
+	}
+	if !slices.Equal(env, []string{"A=1", "B=2", "AB=3"}) {
+		t.Errorf("SetEnv changed its argument: %q", env)
+	}
+}

@@ -1,21 +1,14 @@
 package registrytest
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
 // Crate is one version of a crate.
@@ -47,12 +40,9 @@ type CargoRegistry struct {
 	// (cargo's spelling adds "sparse+").
 	URL string
 
-	srv    *httptest.Server
+	server
 	index  map[string][]byte // by path under URL
 	crates map[string][]byte // by URL path, without the leading "/"
-
-	mu       sync.Mutex
-	requests []string
 }
 
 // Cargo starts a registry serving crates; several versions of one name share its index file, in
@@ -60,8 +50,7 @@ type CargoRegistry struct {
 func Cargo(t testing.TB, crates ...Crate) *CargoRegistry {
 	t.Helper()
 	r := &CargoRegistry{index: map[string][]byte{}, crates: map[string][]byte{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
+	r.start(t, r.serve)
 	r.URL = r.srv.URL + "/index/"
 
 	config, err := json.Marshal(map[string]any{
@@ -114,24 +103,7 @@ func crateIndexPath(name string) string {
 	return n[:2] + "/" + n[2:4] + "/" + n
 }
 
-// Requests are the requests received so far, each as "METHOD /path".
-func (r *CargoRegistry) Requests() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.requests...)
-}
-
-// Close stops the registry, before the test ends: to check that later commands need no network.
-func (r *CargoRegistry) Close() { r.srv.Close() }
-
 func (r *CargoRegistry) serve(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	r.requests = append(r.requests, req.Method+" "+req.URL.RequestURI())
-	r.mu.Unlock()
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	p := strings.TrimPrefix(req.URL.Path, "/")
 	if file, ok := r.crates[p]; ok {
 		w.Header().Set("Content-Type", "application/x-tar")
@@ -198,26 +170,5 @@ func crateFile(c Crate) ([]byte, error) {
 		"src/lib.rs": fmt.Sprintf("pub fn name() -> &'static str {\n    %q\n}\n", c.Name+"@"+c.Version),
 	}
 	maps.Copy(files, c.Files)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	// A fixed mtime, so that a crate's bytes and checksum are the same each run.
-	mtime := time.Date(2015, 5, 15, 0, 0, 0, 0, time.UTC)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		body := files[name]
-		hdr := &tar.Header{Name: c.Name + "-" + c.Version + "/" + name, Mode: 0o644, Size: int64(len(body)), ModTime: mtime, Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return tarGz(prefixed(c.Name+"-"+c.Version, files))
 }

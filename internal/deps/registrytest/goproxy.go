@@ -4,14 +4,10 @@
 package registrytest
 
 import (
-	"archive/zip"
-	"bytes"
 	"fmt"
+	"maps"
 	"net/http"
-	"net/http/httptest"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -24,9 +20,9 @@ type GoModule struct {
 
 // GoProxy is a module proxy (GOPROXY protocol: list, .info, .mod, .zip) serving mods.
 type GoProxy struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []string
+	// URL is the proxy's root, "http://127.0.0.1:P", as GOPROXY takes it.
+	URL string
+	server
 }
 
 // NewGoProxy starts a proxy for mods, closed when the test ends.
@@ -42,30 +38,13 @@ func NewGoProxy(t testing.TB, mods ...GoModule) *GoProxy {
 		base := escapePath(m.Path) + "/@v/" + m.Version
 		files[base+".info"] = fmt.Appendf(nil, `{"Version":%q,"Time":"2026-01-01T00:00:00Z"}`, m.Version)
 		files[base+".mod"] = []byte(gomod)
-		var buf bytes.Buffer
-		zw := zip.NewWriter(&buf)
-		names := []string{"go.mod"}
-		for name := range m.Files {
-			names = append(names, name)
-		}
-		sort.Strings(names[1:])
-		for _, name := range names {
-			content := gomod
-			if name != "go.mod" {
-				content = m.Files[name]
-			}
-			w, err := zw.Create(m.Path + "@" + m.Version + "/" + name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := w.Write([]byte(content)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := zw.Close(); err != nil {
+		content := map[string]string{"go.mod": gomod}
+		maps.Copy(content, m.Files)
+		zipped, err := zipOf(prefixed(m.Path+"@"+m.Version, content))
+		if err != nil {
 			t.Fatal(err)
 		}
-		files[base+".zip"] = buf.Bytes()
+		files[base+".zip"] = zipped
 		versions[escapePath(m.Path)] = append(versions[escapePath(m.Path)], m.Version)
 	}
 	for mod, vs := range versions {
@@ -74,26 +53,16 @@ func NewGoProxy(t testing.TB, mods ...GoModule) *GoProxy {
 		files[mod+"/@latest"] = files[mod+"/@v/"+latest+".info"]
 	}
 	p := &GoProxy{}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		p.requests = append(p.requests, r.Method+" "+r.URL.Path)
-		p.mu.Unlock()
+	p.start(t, func(w http.ResponseWriter, r *http.Request) {
 		b, ok := files[strings.TrimPrefix(r.URL.Path, "/")]
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
 		_, _ = w.Write(b)
-	}))
-	t.Cleanup(p.Close)
+	})
+	p.URL = p.srv.URL
 	return p
-}
-
-// Requests are the requests served so far, as "METHOD /path".
-func (p *GoProxy) Requests() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.requests...)
 }
 
 // escapePath is the proxy protocol's case encoding: an upper-case letter becomes "!" and its

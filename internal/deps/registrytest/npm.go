@@ -1,24 +1,16 @@
 package registrytest
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha1"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"net/http/httptest"
 	"path"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
 // NPMPackage is one version of an npm package.
@@ -42,12 +34,9 @@ type NPMRegistry struct {
 	// URL is the registry's root, "http://127.0.0.1:P/", as Options.Registries takes it.
 	URL string
 
-	srv      *httptest.Server
+	server
 	docs     map[string][]byte // packument by package name
 	tarballs map[string][]byte // by URL path, without the leading "/"
-
-	mu       sync.Mutex
-	requests []string
 }
 
 // NPM starts a registry serving pkgs; several versions of one name make one packument, whose
@@ -55,8 +44,7 @@ type NPMRegistry struct {
 func NPM(t testing.TB, pkgs ...NPMPackage) *NPMRegistry {
 	t.Helper()
 	r := &NPMRegistry{docs: map[string][]byte{}, tarballs: map[string][]byte{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
+	r.start(t, r.serve)
 	r.URL = r.srv.URL + "/"
 
 	type version struct {
@@ -111,24 +99,7 @@ func NPM(t testing.TB, pkgs ...NPMPackage) *NPMRegistry {
 	return r
 }
 
-// Requests are the requests received so far, each as "METHOD /path" (escaped, as sent).
-func (r *NPMRegistry) Requests() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.requests...)
-}
-
-// Close stops the registry, before the test ends: to check that later commands need no network.
-func (r *NPMRegistry) Close() { r.srv.Close() }
-
 func (r *NPMRegistry) serve(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	r.requests = append(r.requests, req.Method+" "+req.URL.RequestURI())
-	r.mu.Unlock()
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	// The decoded path: npm escapes the "/" of a scoped name.
 	p := strings.TrimPrefix(req.URL.Path, "/")
 	if tgz, ok := r.tarballs[p]; ok {
@@ -163,26 +134,5 @@ func npmTarball(p NPMPackage) ([]byte, error) {
 	for name, body := range p.Files {
 		files[name] = body
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	// npm's own fixed mtime, so that the tarball's bytes and integrity are the same each run.
-	mtime := time.Date(1985, 10, 26, 8, 15, 0, 0, time.UTC)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		body := files[name]
-		hdr := &tar.Header{Name: "package/" + name, Mode: 0o644, Size: int64(len(body)), ModTime: mtime, Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write([]byte(body)); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return tarGz(prefixed("package", files))
 }

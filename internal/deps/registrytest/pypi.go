@@ -1,10 +1,6 @@
 package registrytest
 
 import (
-	"archive/tar"
-	"archive/zip"
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -13,13 +9,10 @@ import (
 	"html"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 )
 
 // PyPIPackage is one release of a Python package: a pure-Python wheel (py3-none-any), or with
@@ -55,13 +48,10 @@ type PyPIRegistry struct {
 	// URL is the index's root, "http://127.0.0.1:P/simple/", as Options.Registries takes it.
 	URL string
 
+	server
 	o        PyPIOptions
-	srv      *httptest.Server
 	projects map[string][]pypiFile // by normalized name
 	dists    map[string][]byte     // by filename
-
-	mu       sync.Mutex
-	requests []string
 }
 
 type pypiFile struct {
@@ -72,8 +62,7 @@ type pypiFile struct {
 func PyPI(t testing.TB, o PyPIOptions, pkgs ...PyPIPackage) *PyPIRegistry {
 	t.Helper()
 	r := &PyPIRegistry{o: o, projects: map[string][]pypiFile{}, dists: map[string][]byte{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
+	r.start(t, r.serve)
 	r.URL = r.srv.URL + "/simple/"
 	for _, p := range pkgs {
 		name, data, err := pypiDist(p)
@@ -99,16 +88,6 @@ func (r *PyPIRegistry) Dist(name, version string) (filename, sha256 string) {
 	return "", ""
 }
 
-// Requests are the requests received so far, each as "METHOD /path".
-func (r *PyPIRegistry) Requests() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.requests...)
-}
-
-// Close stops the index, before the test ends: to check that later commands need no network.
-func (r *PyPIRegistry) Close() { r.srv.Close() }
-
 var pypiNonAlnum = regexp.MustCompile(`[-_.]+`)
 
 // pypiNormalize is a project name as PEP 503 normalizes it: lower case, runs of "-", "_" and "." as
@@ -118,13 +97,6 @@ func pypiNormalize(name string) string {
 }
 
 func (r *PyPIRegistry) serve(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	r.requests = append(r.requests, req.Method+" "+req.URL.RequestURI())
-	r.mu.Unlock()
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
 	if name, ok := strings.CutPrefix(req.URL.Path, "/packages/"); ok {
 		data, found := r.dists[name]
 		if !found {
@@ -224,7 +196,7 @@ func pypiDist(p PyPIPackage) (string, []byte, error) {
 	}
 	if p.SetupPy != "" {
 		base := dist + "-" + p.Version
-		data, err := pypiTarGz(map[string]string{base + "/PKG-INFO": metadata, base + "/setup.py": p.SetupPy})
+		data, err := tarGz(map[string]string{base + "/PKG-INFO": metadata, base + "/setup.py": p.SetupPy})
 		return base + ".tar.gz", data, err
 	}
 	files := maps.Clone(p.Files)
@@ -241,50 +213,6 @@ func pypiDist(p PyPIPackage) (string, []byte, error) {
 	}
 	record.WriteString(info + "RECORD,,\n")
 	files[info+"RECORD"] = record.String()
-	data, err := pypiZip(files)
+	data, err := zipOf(files)
 	return dist + "-" + p.Version + "-py3-none-any.whl", data, err
-}
-
-// pypiMTime is a fixed time for archive entries, so that a distribution's bytes and hash are the
-// same each run.
-var pypiMTime = time.Date(2020, 2, 2, 0, 0, 0, 0, time.UTC)
-
-func pypiZip(files map[string]string) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: pypiMTime})
-		if err != nil {
-			return nil, err
-		}
-		if _, err := f.Write([]byte(files[name])); err != nil {
-			return nil, err
-		}
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func pypiTarGz(files map[string]string) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(files[name])), ModTime: pypiMTime, Typeflag: tar.TypeReg}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write([]byte(files[name])); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

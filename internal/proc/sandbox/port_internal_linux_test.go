@@ -235,6 +235,29 @@ func TestPortNetwork(t *testing.T) {
 }
 
 // Closing the port closes a listener handed over already, and Accept then fails.
+// CheckCloseEndsAccept checks that close, called while an Accept of pt's listener waits, ends it
+// with net.ErrClosed (for the tests of package sandbox_test too).
+func CheckCloseEndsAccept(t *testing.T, pt *Port, close func() error) {
+	t.Helper()
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := pt.Listener().Accept()
+		accepted <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-accepted:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Accept still waits after Close")
+	}
+}
+
 func TestPortCloseAfterHandover(t *testing.T) {
 	if !Detect().UserNamespaces {
 		t.Skipf("user namespaces unavailable here: %s", Detect().UserNamespacesError)
@@ -268,23 +291,7 @@ func TestPortCloseAfterHandover(t *testing.T) {
 	if pt.err != nil {
 		t.Fatalf("handover: %v", pt.err)
 	}
-	accepted := make(chan error, 1)
-	go func() {
-		_, err := pt.Listener().Accept()
-		accepted <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	if err := pt.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-accepted:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("Accept: %v, want net.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Accept still waits after Close")
-	}
+	CheckCloseEndsAccept(t, pt, pt.Close)
 	// Nothing listens in the namespace any longer: the handed over socket was the only one.
 	if c, err := pt.ln.Accept(); err == nil {
 		c.Close()

@@ -320,21 +320,5 @@ func TestPortCloseEndsAccept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := pt.Listener().Accept()
-		done <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	if err := pt.Listener().Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Errorf("Accept: %v, want net.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Accept still waits after Close")
-	}
+	sandbox.CheckCloseEndsAccept(t, pt, pt.Listener().Close)
 }
