@@ -29,9 +29,16 @@ func (r *Repo) AddWorktree(ctx context.Context, dir, commit string) (*Repo, erro
 		return nil, fmt.Errorf("add worktree %s: %w", dir, err)
 	}
 	if _, err := r.mutate(ctx, "worktree", "add", "-q", "--detach", dir, commit+"^{commit}"); err != nil {
-		return nil, fmt.Errorf("add worktree %s at %s: %w", dir, ShortHash(commit), err)
+		// Killed half way (an interrupt), git leaves a locked worktree that is still
+		// "initializing": none of the caller's, so none it would remove.
+		return nil, errors.Join(fmt.Errorf("add worktree %s at %s: %w", dir, ShortHash(commit), err),
+			r.RemoveWorktree(context.WithoutCancel(ctx), dir))
 	}
-	return Open(ctx, dir)
+	wt, err := Open(ctx, dir)
+	if err != nil {
+		return nil, errors.Join(err, r.RemoveWorktree(context.WithoutCancel(ctx), dir))
+	}
+	return wt, nil
 }
 
 // RemoveWorktree removes the linked worktree at dir, whatever it holds

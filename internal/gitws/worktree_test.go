@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // commitIn writes files in dir and commits them with message.
@@ -67,6 +68,34 @@ func TestReplay(t *testing.T) {
 	clash := commitIn(t, root, "clash", map[string]string{"a.py": "a3\n"})
 	if _, err := r.Replay(ctx, change, clash); err == nil || !strings.Contains(err.Error(), ": a.py changed between") {
 		t.Errorf("Replay onto a commit that changed a.py: %v, want a refusal naming a.py", err)
+	}
+}
+
+// An AddWorktree interrupted while git checks the files out leaves no
+// worktree behind, locked or not.
+func TestAddWorktreeInterrupted(t *testing.T) {
+	isolateGit(t)
+	root := t.TempDir()
+	git(t, root, "init", "-q", "-b", "main")
+	// A filter driver slow enough to be interrupted in the checkout.
+	git(t, root, "config", "filter.slow.smudge", "sleep 30; cat")
+	git(t, root, "config", "filter.slow.clean", "cat")
+	head := commitIn(t, root, "base", map[string]string{".gitattributes": "*.py filter=slow\n", "a.py": "a\n"})
+	r, err := Open(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	dir := filepath.Join(r.WorktreesDir("build"), "WO-01")
+	if _, err := r.AddWorktree(ctx, dir, head); err == nil {
+		t.Fatal("AddWorktree finished within the timeout; want it interrupted")
+	}
+	if list := git(t, root, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", list)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		t.Errorf("%s left", dir)
 	}
 }
 
