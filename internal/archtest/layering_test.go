@@ -10,7 +10,7 @@ import (
 
 func TestPurePackagesHaveNoSideEffectImports(t *testing.T) {
 	banned := []string{"os/exec", "net/http", "github.com/factory-harness/factory/internal/proc", "github.com/factory-harness/factory/internal/gitws", "github.com/factory-harness/factory/internal/llm"}
-	for _, pkg := range []string{"graph", "workorder", "canon", "loop/tree", "repomap"} {
+	for _, pkg := range []string{"graph", "workorder", "canon", "loop/tree", "repomap", "edit"} {
 		t.Run(pkg, func(t *testing.T) {
 			out, err := exec.Command("go", "list", "-deps", "github.com/factory-harness/factory/internal/"+pkg).Output()
 			if err != nil {

@@ -124,7 +124,10 @@ const briefFooter = "No change was written; send the whole proposal again.\n"
 // normalisation difference, whether the edit may have been applied already;
 // then that nothing was written. It stays within BriefLimit bytes, dropping
 // candidates' context first, then whole problems (saying how many).
-func (e *Error) Brief(path string) string {
+func (e *Error) Brief(path string) string { return e.BriefWithin(path, BriefLimit) }
+
+// BriefWithin is Brief within limit bytes (at least the footer's).
+func (e *Error) BriefWithin(path string, limit int) string {
 	heads := make([]string, len(e.Problems))
 	full := make([]string, len(e.Problems))  // candidate with context
 	short := make([]string, len(e.Problems)) // candidate, one line
@@ -153,7 +156,7 @@ func (e *Error) Brief(path string) string {
 		}
 	}
 
-	budget := BriefLimit - len(briefFooter)
+	budget := limit - len(briefFooter)
 	shown := 0
 	for shown < len(heads) {
 		need := len(heads[shown])

@@ -475,6 +475,7 @@ func (e *eval) do(ctx context.Context, k RunKey) (Result, *llm.BudgetError) {
 		r.BuildVerdict, r.BuildDir = sum.Verdict, sum.BuildDir
 		r.Tokens, r.CostUSD = sum.Tokens, sum.CostUSD
 		r.InputTokens, r.CachedInputTokens, r.CacheWriteTokens = sum.InputTokens, sum.CachedInputTokens, sum.CacheWriteTokens
+		r.OutputTokens = sum.Tokens - sum.InputTokens
 		r.WorkOrdersTotal = len(sum.WorkOrders)
 		first := len(sum.WorkOrders) > 0
 		for _, w := range sum.WorkOrders {

@@ -55,13 +55,16 @@ type Result struct {
 	// InputTokens is the prompt tokens of Tokens; CachedInputTokens and
 	// CacheWriteTokens the parts of them read from and written to the
 	// providers' prompt caches.
-	InputTokens       int64   `json:"input_tokens"`
-	CachedInputTokens int64   `json:"cached_input_tokens"`
-	CacheWriteTokens  int64   `json:"cache_write_tokens"`
-	WallSeconds       float64 `json:"wall_seconds"`
-	BuildDir          string  `json:"build_dir"` // the build's artifacts
-	Repo              string  `json:"repo"`
-	Error             string  `json:"error,omitempty"`
+	InputTokens       int64 `json:"input_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	CacheWriteTokens  int64 `json:"cache_write_tokens"`
+	// OutputTokens is the generated tokens of Tokens: what the proposal
+	// form (whole writes or edits) costs.
+	OutputTokens int64   `json:"output_tokens"`
+	WallSeconds  float64 `json:"wall_seconds"`
+	BuildDir     string  `json:"build_dir"` // the build's artifacts
+	Repo         string  `json:"repo"`
+	Error        string  `json:"error,omitempty"`
 }
 
 func (r Result) key() RunKey { return RunKey{Case: r.Case, Model: r.Model, Run: r.Run} }
@@ -150,11 +153,13 @@ type ModelStats struct {
 	SolvedFirstAttempt int      `json:"solved_first_attempt"`
 	// Means over the judged runs, and per solved run (null without one);
 	// a cost is null when a price is unknown.
-	MeanTokensPerRun  *float64 `json:"mean_tokens_per_run"`
-	MeanCostPerRun    *float64 `json:"mean_cost_usd_per_run"`
-	TokensPerSolved   *float64 `json:"tokens_per_solved"`
-	CostPerSolved     *float64 `json:"cost_usd_per_solved"`
-	MedianWallSeconds *float64 `json:"median_wall_seconds"`
+	MeanTokensPerRun *float64 `json:"mean_tokens_per_run"`
+	MeanCostPerRun   *float64 `json:"mean_cost_usd_per_run"`
+	TokensPerSolved  *float64 `json:"tokens_per_solved"`
+	// OutputTokensPerSolved is the output part of TokensPerSolved.
+	OutputTokensPerSolved *float64 `json:"output_tokens_per_solved"`
+	CostPerSolved         *float64 `json:"cost_usd_per_solved"`
+	MedianWallSeconds     *float64 `json:"median_wall_seconds"`
 	// CacheHitRate is the share of the judged runs' input read from the
 	// providers' prompt caches; null without input.
 	CacheHitRate *float64 `json:"cache_hit_rate"`
@@ -197,7 +202,7 @@ func summarize(s Summary, results []Result) Summary {
 	s.PerModel = []ModelStats{}
 	for _, m := range s.Models {
 		st := ModelStats{Model: m}
-		var tokens, cost float64
+		var tokens, output, cost float64
 		var input, cached int64
 		costKnown := true
 		var walls []float64
@@ -219,7 +224,7 @@ func summarize(s Summary, results []Result) Summary {
 			default:
 				st.Unsolved++
 			}
-			tokens += float64(r.Tokens)
+			tokens, output = tokens+float64(r.Tokens), output+float64(r.OutputTokens)
 			input, cached = input+r.InputTokens, cached+r.CachedInputTokens
 			if r.CostUSD == nil {
 				costKnown = false
@@ -243,6 +248,7 @@ func summarize(s Summary, results []Result) Summary {
 		}
 		if st.Solved > 0 {
 			st.TokensPerSolved = ptr(tokens / float64(st.Solved))
+			st.OutputTokensPerSolved = ptr(output / float64(st.Solved))
 			if costKnown {
 				st.CostPerSolved = ptr(cost / float64(st.Solved))
 			}
@@ -301,11 +307,11 @@ func Wilson(k, n int) (low, high float64) {
 func PrintTable(w io.Writer, s Summary) {
 	fmt.Fprintf(w, "eval %s: %d case(s) × %d model(s) × %d run(s); %d of %d runs finished\n",
 		s.EvalID, len(s.Cases), len(s.Models), s.Runs, s.Finished, s.Planned)
-	rows := [][]string{{"model", "runs", "solved", "unsolved", "errors", "solve rate", "95% CI", "1st try", "tokens/run", "cost/run", "tokens/solved", "cost/solved", "cached", "median wall"}}
+	rows := [][]string{{"model", "runs", "solved", "unsolved", "errors", "solve rate", "95% CI", "1st try", "tokens/run", "cost/run", "tokens/solved", "output/solved", "cost/solved", "cached", "median wall"}}
 	for _, m := range s.PerModel {
 		rows = append(rows, []string{m.Model, itoa(m.Runs), itoa(m.Solved), itoa(m.Unsolved), itoa(m.Errors),
 			percent(m.SolveRate), interval(m.SolveRateLow, m.SolveRateHigh), itoa(m.SolvedFirstAttempt),
-			number(m.MeanTokensPerRun), dollars(m.MeanCostPerRun), number(m.TokensPerSolved), dollars(m.CostPerSolved),
+			number(m.MeanTokensPerRun), dollars(m.MeanCostPerRun), number(m.TokensPerSolved), number(m.OutputTokensPerSolved), dollars(m.CostPerSolved),
 			percent(m.CacheHitRate), seconds(m.MedianWallSeconds)})
 	}
 	writeRows(w, rows)

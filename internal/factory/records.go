@@ -24,6 +24,14 @@ const (
 	// manifests name (an unknown package or version, a refused request, an
 	// integrity mismatch). Retried: the model can fix its manifest.
 	StageDepsFailed = "deps_failed"
+	// StageEditMismatch: an edit's old text does not occur exactly once in
+	// the file's current content, or two edits overlap; nothing was
+	// written. Retried: the brief shows where the text is, or is not.
+	StageEditMismatch = "edit_mismatch"
+	// StageElidedContent: a whole write of an existing file drops most of
+	// it behind an elision line ("// ... rest of the code"); nothing was
+	// written. Retried: the model sends the full content or edits.
+	StageElidedContent = "elided_content"
 )
 
 // Verdicts of a run.
@@ -41,8 +49,8 @@ const MaxExcerptChars = 2000
 const constraintsReminder = "Write only paths listed in allowed_files and never a forbidden path. " +
 	"Give every write the base_sha256 of the file's current content as shown in the prompt " +
 	"(the empty-content hash " + "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" + " for a new file). " +
-	"Each write is the complete new file content, text only. " +
-	"Reply with one JSON object {\"summary\", \"writes\"} and nothing else."
+	"Each write is the complete new file content, text only; each edit's old text occurs exactly once in the file's current content. " +
+	"Reply with one JSON object {\"summary\", \"writes\", \"edits\"} and nothing else."
 
 // FailureBrief is the bounded account of a failed attempt given to the next
 // attempt's prompt. Full logs stay in files.
@@ -91,6 +99,17 @@ type WrittenFile struct {
 	SHA256Before string `json:"sha256_before"`
 	SHA256After  string `json:"sha256_after"`
 	Bytes        int    `json:"bytes"`
+	// Edits are, for a file changed by edits, where each one applied; null
+	// for a whole write.
+	Edits []EditRange `json:"edits"`
+}
+
+// EditRange is where one edit applied: 1-based inclusive line ranges of
+// the text it replaced (in the file before) and of its new text (after).
+type EditRange struct {
+	Index    int    `json:"index"`
+	Lines    [2]int `json:"lines"`
+	NewLines [2]int `json:"new_lines"`
 }
 
 // AttemptRecord summarises one attempt in run_summary.json.

@@ -113,7 +113,7 @@ func invalidReplyExcerpt(err error, resp llm.Response) string {
 		fmt.Fprintf(&b, "The model refused: %s\n", resp.Refusal)
 	}
 	if resp.FinishReason == "length" {
-		b.WriteString("The reply was cut off at the output token limit; write fewer or smaller files.\n")
+		b.WriteString("The reply was cut off at the output token limit. Change existing files with edits (only the changed text, with a few lines around it) instead of whole writes, and write fewer or smaller files.\n")
 	}
 	b.WriteString("Start of the reply:\n")
 	b.WriteString(resp.Content)
@@ -144,20 +144,36 @@ type prompt struct {
 }
 
 const systemPrompt = `You are the SE (software engineer) step of a deterministic build harness.
-You propose complete new contents for files. The harness, not you, checks the proposal,
-writes the files, runs global verification and the acceptance commands, and decides
-PASS or FAIL. You cannot run commands.
+You propose changes to files: complete new contents, or exact search/replace edits of
+existing files. The harness, not you, checks the proposal, writes the files, installs the
+dependencies the manifests and lockfiles name, runs global verification and the acceptance
+commands, and decides PASS or FAIL. You cannot run commands.
 
 Reply with exactly one JSON object and nothing else: no prose, no markdown fences.
 Its shape:
 {"summary": "<one or two sentences>",
- "writes": [{"path": "<an allowed file>", "base_sha256": "<sha256 of its current content>", "content": "<the complete new file content>"}]}
+ "writes": [{"path": "<an allowed file>", "base_sha256": "<sha256 of its current content>", "content": "<the complete new file content>"}],
+ "edits": [{"path": "<an allowed file that exists>", "base_sha256": "<sha256 of its current content>",
+            "replace": [{"old": "<exact text of the current file>", "new": "<its replacement>"}]}]}
+
+Use "writes" for new files and small ones; use "edits" to change an existing file of more
+than 100 lines or 4 KB: an edit costs what the change costs, a whole write what the file costs.
+Either list may be empty, not both.
 
 Rules the harness enforces (a violation fails the attempt and nothing is written):
-- "writes" is non-empty; each path is written exactly as listed under allowed files, at most once.
+- Each path is written exactly as listed under allowed files, and named once in the whole
+  proposal: several changes to one file are several entries of its "replace" list.
 - "base_sha256" is the sha256 shown for that file in this prompt; for a file that does
   not exist yet it is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855.
-- "content" is the whole file, not a diff; text only; at most 200 KB per file and 500 KB in all.
+- A write's "content" is the whole file, never a diff and never "... rest of the file
+  unchanged"; text only; at most 200 KB per file and 500 KB in all.
+- An edit's "old" is copied byte for byte from the file's current content (indentation,
+  blank lines and all) and occurs exactly once in it: include enough surrounding lines to
+  make it unique. Edits of one file must not overlap; all are matched against the file as
+  it is now, not after the earlier edits. "new" replaces "old" exactly; "old" is never empty.
+- Dependencies are declared in the manifest (go.mod, package.json, Cargo.toml,
+  requirements.txt or pyproject.toml); the harness installs them. Never install or
+  download anything in a command.
 - Never write a forbidden path.
 - Commands run without a shell and files are written without executable bits: scripts are
   run as "bash scripts/x.sh" or "python x.py", never "./x".`
@@ -392,8 +408,9 @@ func (r *Run) readRepoFile(p string) ([]byte, error) {
 }
 
 // contextSection renders one context file within the remaining budget and
-// reports how many budget bytes it used. Truncation keeps the first bytes,
-// cut on a UTF-8 boundary, so it is deterministic.
+// reports how many budget bytes it used. A file over the budget is shown as
+// a partial view (partialView): its head and the lines that name what the
+// work order names, whole lines, so it is deterministic.
 func (r *Run) contextSection(p string, budget int) (string, int, error) {
 	data, err := r.readRepoFile(p)
 	switch {
@@ -407,17 +424,30 @@ func (r *Run) contextSection(p string, budget int) (string, int, error) {
 	if !utf8.Valid(data) || strings.ContainsRune(string(data), 0) {
 		return head + "(binary file, not shown)\n", 0, nil
 	}
-	shown := data
-	note := ""
-	if len(shown) > budget {
+	if len(data) > budget {
+		// The parts the order names, not just the first bytes: edits can
+		// change the rest, matched against the whole file.
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		wo := r.opts.WorkOrder
+		notes := ""
+		if wo.Notes != nil {
+			notes = *wo.Notes
+		}
+		terms := orderTerms(append([]string{wo.Title, wo.Intent, notes}, wo.AcceptanceCommands...)...)
+		if ranges := partialView(lines, terms, max(budget, 0)); len(ranges) > 0 {
+			view, used := renderPartial(lines, ranges)
+			return head + view, used, nil
+		}
+		// Not even the first line fits (one huge line, or the budget is
+		// spent): its first bytes, cut on a UTF-8 boundary.
 		cut := max(budget, 0)
-		for cut > 0 && !utf8.RuneStart(shown[cut]) {
+		for cut > 0 && !utf8.RuneStart(data[cut]) {
 			cut--
 		}
-		shown = shown[:cut]
-		note = fmt.Sprintf("[context budget reached: showing the first %d of %d bytes; the sha256 above is of the whole file]\n", cut, len(data))
+		note := fmt.Sprintf("[context budget reached: showing the first %d of %d bytes; the sha256 above is of the whole file]\n", cut, len(data))
+		return head + fence(string(data[:cut])) + "\n" + note, cut, nil
 	}
-	return head + fence(string(shown)) + "\n" + note, len(shown), nil
+	return head + fence(string(data)) + "\n", len(data), nil
 }
 
 // fence wraps text in a backtick fence longer than any backtick run inside.

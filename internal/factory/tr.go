@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +11,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/factory-harness/factory/internal/canon"
+	"github.com/factory-harness/factory/internal/edit"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -48,12 +51,16 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 			return fail(StageWriteFailed, []string{err.Error()})
 		}
 		current[i] = st
-		if want := a.proposal.Writes[i].BaseSHA256; st.sha256 != want {
+		if want := a.proposal.BaseSHA256(i); st.sha256 != want {
 			stale = append(stale, fmt.Sprintf("%s: base_sha256 %s does not match the current content (sha256 %s)", p, want, st.sha256))
 		}
 	}
 	if len(stale) > 0 {
 		return fail(StageStaleContext, stale)
+	}
+	contents, ranges, stage, problems := proposedContents(a.proposal, paths, current)
+	if len(problems) > 0 {
+		return fail(stage, problems)
 	}
 
 	for i, p := range paths {
@@ -73,7 +80,7 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		st, content := current[i], []byte(a.proposal.Writes[i].Content)
+		st, content := current[i], contents[i]
 		full := filepath.Join(r.repo.Root, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return fail(StageWriteFailed, []string{fmt.Sprintf("%s: create parent directories: %v", p, err)})
@@ -87,6 +94,7 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 		}
 		res.Files = append(res.Files, WrittenFile{
 			Path: p, Created: !st.exists, SHA256Before: st.sha256, SHA256After: canon.SHA256Hex(content), Bytes: len(content),
+			Edits: ranges[i],
 		})
 	}
 	res.WriteOK = true
@@ -94,36 +102,109 @@ func (r *Run) tr(ctx context.Context, s *state) error {
 	return nil
 }
 
+// editFooter ends every edit.Error brief; the edit_mismatch brief says it
+// once, after every file's problems.
+const editFooter = "No change was written; send the whole proposal again.\n"
+
+// proposedContents is the new content of each of paths (in the order of
+// p.Paths()): a write's content, or a file's current content with its
+// edits spliced in. Before anything is written it refuses, with the stage
+// to fail with, edits that do not apply exactly (edit_mismatch: every
+// refused edit of every file is reported) and whole writes that elide most
+// of an existing file (elided_content).
+func proposedContents(p *workorder.WriteProposal, paths []string, current []fileState) (contents [][]byte, ranges [][]EditRange, stage string, problems []string) {
+	contents = make([][]byte, len(paths))
+	ranges = make([][]EditRange, len(paths))
+	var elided []string
+	for i, w := range p.Writes {
+		contents[i] = []byte(w.Content)
+		if st := current[i]; st.exists {
+			if line, text, ok := edit.Elided(paths[i], string(st.data), w.Content); ok {
+				elided = append(elided, fmt.Sprintf("%s: %s replaces the existing file but line %d, %q, stands for code it leaves out, and most of the file's lines are gone. "+
+					"Send the complete content, or change the file with edits.", p.At(i), paths[i], line, text))
+			}
+		}
+	}
+	// Each file's part of the edit_mismatch brief is cut to an equal share.
+	share := (MaxExcerptChars-200)/max(len(p.Edits), 1) + len(editFooter)
+	for j, e := range p.Edits {
+		i := len(p.Writes) + j
+		base := current[i].data
+		bad := func(format string, args ...any) {
+			problems = append(problems, fmt.Sprintf("%s: %s: ", p.At(i), paths[i])+fmt.Sprintf(format, args...))
+		}
+		if len(base) > workorder.MaxEditedFileBytes {
+			bad("the file is %d bytes; edits change files of up to %d bytes", len(base), workorder.MaxEditedFileBytes)
+			continue
+		}
+		if !utf8.Valid(base) || bytes.IndexByte(base, 0) >= 0 {
+			bad("the file is not UTF-8 text; edits change text files only")
+			continue
+		}
+		reps := make([]edit.Replace, len(e.Replace))
+		for k, rp := range e.Replace {
+			reps[k] = edit.Replace{Old: rp.Old, New: rp.New}
+		}
+		out, spans, err := edit.Apply(string(base), reps)
+		var ee *edit.Error
+		switch {
+		case errors.As(err, &ee):
+			brief := strings.TrimSuffix(ee.BriefWithin(paths[i], share), editFooter)
+			problems = append(problems, truncateChars(fmt.Sprintf("%s: ", p.At(i))+strings.TrimRight(brief, "\n"), share))
+			continue
+		case err != nil:
+			bad("%v", err)
+			continue
+		case len(out) > workorder.MaxEditedFileBytes:
+			bad("the edited file would be %d bytes; the limit is %d", len(out), workorder.MaxEditedFileBytes)
+			continue
+		}
+		contents[i] = []byte(out)
+		ranges[i] = make([]EditRange, len(spans))
+		for k, sp := range spans {
+			ranges[i][k] = EditRange{Index: sp.Index, Lines: [2]int{sp.StartLine, sp.EndLine}, NewLines: [2]int{sp.NewStartLine, sp.NewEndLine}}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, nil, StageEditMismatch, append(problems, strings.TrimSpace(editFooter))
+	}
+	if len(elided) > 0 {
+		return nil, nil, StageElidedContent, elided
+	}
+	return contents, ranges, "", nil
+}
+
 // checkScope normalises every proposed path and reports each one that is
 // duplicated, unsafe, outside allowed_files or forbidden, and separately the
 // ones that could not be inspected.
 func (r *Run) checkScope(p *workorder.WriteProposal) (paths, problems, ioProblems []string) {
 	seen := map[string]bool{}
-	for i, w := range p.Writes {
-		clean, err := workorder.NormalizePath(w.Path)
+	for i, path := range p.Paths() {
+		at := p.At(i)
+		clean, err := workorder.NormalizePath(path)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("writes[%d]: %v", i, err))
-			paths = append(paths, w.Path)
+			problems = append(problems, fmt.Sprintf("%s: %v", at, err))
+			paths = append(paths, path)
 			continue
 		}
 		paths = append(paths, clean)
 		switch {
-		case clean != w.Path:
+		case clean != path:
 			// Exactly as listed: "a/../b.py" may land on an allowed file,
 			// but a model that writes it is not following the contract.
-			problems = append(problems, fmt.Sprintf("writes[%d]: %q is not written as listed in allowed_files; use %q", i, w.Path, clean))
+			problems = append(problems, fmt.Sprintf("%s: %q is not written as listed in allowed_files; use %q", at, path, clean))
 		case seen[clean]:
-			problems = append(problems, fmt.Sprintf("writes[%d]: %s is written more than once", i, clean))
+			problems = append(problems, fmt.Sprintf("%s: %s is written more than once", at, clean))
 		case r.opts.WorkOrder.IsForbidden(clean):
-			problems = append(problems, fmt.Sprintf("writes[%d]: %s is forbidden by the work order", i, clean))
+			problems = append(problems, fmt.Sprintf("%s: %s is forbidden by the work order", at, clean))
 		case !r.opts.WorkOrder.IsAllowed(clean):
-			problems = append(problems, fmt.Sprintf("writes[%d]: %s is not in allowed_files", i, clean))
+			problems = append(problems, fmt.Sprintf("%s: %s is not in allowed_files", at, clean))
 		default:
 			var ioErr *ioError
 			if err := checkNoSymlink(r.repo.Root, clean); errors.As(err, &ioErr) {
-				ioProblems = append(ioProblems, fmt.Sprintf("writes[%d]: %v", i, err))
+				ioProblems = append(ioProblems, fmt.Sprintf("%s: %v", at, err))
 			} else if err != nil {
-				problems = append(problems, fmt.Sprintf("writes[%d]: %v", i, err))
+				problems = append(problems, fmt.Sprintf("%s: %v", at, err))
 			}
 		}
 		seen[clean] = true

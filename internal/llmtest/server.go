@@ -181,17 +181,53 @@ func (s *Server) Remaining() int {
 
 // Proposal renders a write proposal as the model would send it.
 func Proposal(summary string, writes ...Write) string {
+	return marshalProposal(summary, writes, nil)
+}
+
+// EditProposal renders a proposal with edits, and writes when any, as a
+// model following the strict schema sends it: both lists present.
+func EditProposal(summary string, writes []Write, edits ...Edit) string {
+	if writes == nil {
+		writes = []Write{}
+	}
+	if edits == nil {
+		edits = []Edit{}
+	}
+	return marshalProposal(summary, writes, edits)
+}
+
+func marshalProposal(summary string, writes []Write, edits []Edit) string {
 	type fw struct {
 		Path       string `json:"path"`
 		BaseSHA256 string `json:"base_sha256"`
 		Content    string `json:"content"`
 	}
+	type rp struct {
+		Old string `json:"old"`
+		New string `json:"new"`
+	}
+	type fe struct {
+		Path       string `json:"path"`
+		BaseSHA256 string `json:"base_sha256"`
+		Replace    []rp   `json:"replace"`
+	}
 	p := struct {
 		Summary string `json:"summary"`
 		Writes  []fw   `json:"writes"`
+		Edits   []fe   `json:"edits,omitempty"`
 	}{Summary: summary}
 	for _, w := range writes {
 		p.Writes = append(p.Writes, fw(w))
+	}
+	if edits != nil {
+		p.Edits = []fe{}
+	}
+	for _, e := range edits {
+		f := fe{Path: e.Path, BaseSHA256: e.BaseSHA256}
+		for _, r := range e.Replace {
+			f.Replace = append(f.Replace, rp{Old: r[0], New: r[1]})
+		}
+		p.Edits = append(p.Edits, f)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -202,6 +238,12 @@ func Proposal(summary string, writes ...Write) string {
 
 // Write is one file write in a Proposal.
 type Write struct{ Path, BaseSHA256, Content string }
+
+// Edit is one file's edits in an EditProposal: Replace holds {old, new} pairs.
+type Edit struct {
+	Path, BaseSHA256 string
+	Replace          [][2]string
+}
 
 // requestLog keeps the decoded bodies and headers a scripted server received;
 // both servers embed it.

@@ -3,6 +3,8 @@ package workorder
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/invopop/jsonschema"
 )
@@ -46,10 +48,37 @@ func PublishedSchemas() (map[string][]byte, error) {
 }
 
 // ProposalResponseSchema is the WriteProposal schema as a generic map, for
-// the strict json_schema response format of Chat Completions.
+// the strict json_schema response format of Chat Completions. Strict mode
+// wants every property required, so "writes" and "edits" are: the model
+// sends an empty list for the form it does not use (ParseProposal accepts
+// that, and an absent one).
 func ProposalResponseSchema() (map[string]any, error) {
-	return ResponseSchema(&WriteProposal{}, "write_proposal.schema.json")
+	m, err := ResponseSchema(&WriteProposal{}, "write_proposal.schema.json")
+	if err != nil {
+		return nil, err
+	}
+	props, _ := m["properties"].(map[string]any)
+	required := []any{}
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		required = append(required, k)
+	}
+	m["required"] = required
+	delete(m, "anyOf") // strict mode allows no anyOf at the top; ParseProposal checks it
+	return m, nil
 }
+
+// JSONSchemaExtend states in the published schema what ParseProposal
+// checks: at least one write or one edit.
+func (WriteProposal) JSONSchemaExtend(s *jsonschema.Schema) {
+	nonEmpty := func(field string) *jsonschema.Schema {
+		props := jsonschema.NewProperties()
+		props.Set(field, &jsonschema.Schema{MinItems: &one})
+		return &jsonschema.Schema{Required: []string{field}, Properties: props}
+	}
+	s.AnyOf = []*jsonschema.Schema{nonEmpty("writes"), nonEmpty("edits")}
+}
+
+var one uint64 = 1
 
 // ResponseSchema is v's schema as a generic map, for a strict structured
 // output format. Those accept a subset of JSON Schema; the $schema and $id

@@ -178,6 +178,14 @@ func TestWriteProposalSchemaValidates(t *testing.T) {
 		{"63-char hash", proposal(t, "s", [3]string{"a.py", h[:63], "x"}), false},
 		{"uppercase hash", proposal(t, "s", [3]string{"a.py", strings.ToUpper(h), "x"}), false},
 		{"empty writes", `{"summary":"s","writes":[]}`, false},
+		{"empty writes and edits", `{"summary":"s","writes":[],"edits":[]}`, false},
+		{"neither", `{"summary":"s"}`, false},
+		{"one edit", `{"summary":"s","edits":[{"path":"a","base_sha256":"` + strings.Repeat("a", 64) + `","replace":[{"old":"x","new":"y"}]}]}`, true},
+		{"one edit, empty writes", `{"summary":"s","writes":[],"edits":[{"path":"a","base_sha256":"` + strings.Repeat("a", 64) + `","replace":[{"old":"x","new":"y"}]}]}`, true},
+		{"write and edit", `{"summary":"s","writes":[{"path":"b","base_sha256":"` + h + `","content":""}],"edits":[{"path":"a","base_sha256":"` + strings.Repeat("a", 64) + `","replace":[{"old":"x","new":"y"}]}]}`, true},
+		{"edit with no replace", `{"summary":"s","edits":[{"path":"a","base_sha256":"` + strings.Repeat("a", 64) + `","replace":[]}]}`, false},
+		{"edit missing new", `{"summary":"s","edits":[{"path":"a","base_sha256":"` + strings.Repeat("a", 64) + `","replace":[{"old":"x"}]}]}`, false},
+		{"edit extra field", `{"summary":"s","edits":[{"path":"a","base_sha256":"` + strings.Repeat("a", 64) + `","replace":[{"old":"x","new":"y","all":true}]}]}`, false},
 		{"missing summary", `{"writes":[{"path":"a","base_sha256":"` + h + `","content":""}]}`, false},
 		{"extra field", `{"summary":"s","writes":[{"path":"a","base_sha256":"` + h + `","content":"","mode":"0755"}]}`, false},
 		{"writes as object", `{"summary":"s","writes":{"path":"a","base_sha256":"` + h + `","content":""}}`, false},
@@ -250,8 +258,8 @@ func TestProposalResponseSchemaStrict(t *testing.T) {
 		}
 	}
 	walk("$", m)
-	if objects != 2 {
-		t.Errorf("found %d object schemas, want 2 (proposal and write)", objects)
+	if objects != 4 {
+		t.Errorf("found %d object schemas, want 4 (proposal, write, edit, replacement)", objects)
 	}
 	items, _ := m["properties"].(map[string]any)["writes"].(map[string]any)["items"].(map[string]any)
 	if items == nil || items["additionalProperties"] != false {

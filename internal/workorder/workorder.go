@@ -21,8 +21,11 @@ import (
 const (
 	MaxContextFiles   = 10
 	ContextReadBudget = 200 * 1024 // bytes of context file content shown to the model, all files together
-	MaxWriteBytes     = 200 * 1024 // per written file
-	MaxProposalBytes  = 500 * 1024 // all written contents of one proposal together
+	MaxWriteBytes     = 200 * 1024 // per whole-file write, and per edit (old and new together)
+	MaxProposalBytes  = 500 * 1024 // all written contents, olds and news of one proposal together
+	// MaxEditedFileBytes bounds a file that edits change, before and after:
+	// a small proposal may change a file far larger than a whole write can be.
+	MaxEditedFileBytes = 2 << 20
 	// MaxReplyBytes bounds a raw model reply before parsing. JSON escaping
 	// can make a legal proposal up to six times its content size (\u00XX for
 	// one byte), so the bound leaves room for that and no more.
@@ -267,10 +270,56 @@ type FileWrite struct {
 	Content    string `json:"content" jsonschema:"required"`
 }
 
-// WriteProposal is the only thing the model may produce.
+// FileEdit is a set of exact search/replace edits of one existing file:
+// each Old must occur exactly once in the file's current content
+// (internal/edit applies them, all or none).
+type FileEdit struct {
+	Path       string        `json:"path" jsonschema:"required"`
+	BaseSHA256 string        `json:"base_sha256" jsonschema:"required,pattern=^[0-9a-f]{64}$"`
+	Replace    []Replacement `json:"replace" jsonschema:"required,minItems=1"`
+}
+
+// Replacement is one edit: the exact text Old, replaced by New.
+type Replacement struct {
+	Old string `json:"old" jsonschema:"required"`
+	New string `json:"new" jsonschema:"required"`
+}
+
+// WriteProposal is the only thing the model may produce: whole-file writes,
+// edits of existing files, or both; never neither.
 type WriteProposal struct {
 	Summary string      `json:"summary" jsonschema:"required"`
-	Writes  []FileWrite `json:"writes" jsonschema:"required,minItems=1"`
+	Writes  []FileWrite `json:"writes,omitempty"`
+	Edits   []FileEdit  `json:"edits,omitempty"`
+}
+
+// Paths are the proposal's paths as the model wrote them: the writes', then
+// the edits'.
+func (p *WriteProposal) Paths() []string {
+	out := make([]string, 0, len(p.Writes)+len(p.Edits))
+	for _, w := range p.Writes {
+		out = append(out, w.Path)
+	}
+	for _, e := range p.Edits {
+		out = append(out, e.Path)
+	}
+	return out
+}
+
+// At names the i-th path of Paths as a JSON path: writes[i] or edits[j].
+func (p *WriteProposal) At(i int) string {
+	if i < len(p.Writes) {
+		return fmt.Sprintf("writes[%d]", i)
+	}
+	return fmt.Sprintf("edits[%d]", i-len(p.Writes))
+}
+
+// BaseSHA256 is the base hash the i-th path of Paths was proposed against.
+func (p *WriteProposal) BaseSHA256(i int) string {
+	if i < len(p.Writes) {
+		return p.Writes[i].BaseSHA256
+	}
+	return p.Edits[i-len(p.Writes)].BaseSHA256
 }
 
 // EmptySHA256 is the base hash of a file that does not exist yet.
@@ -294,8 +343,8 @@ func ParseProposal(reply string) (*WriteProposal, error) {
 	if err := DecodeStrict([]byte(trimmed), &p); err != nil {
 		return nil, err
 	}
-	if len(p.Writes) == 0 {
-		return nil, errors.New("writes: must contain at least one write")
+	if len(p.Writes) == 0 && len(p.Edits) == 0 {
+		return nil, errors.New("writes and edits are both empty: propose at least one write or edit")
 	}
 	total := 0
 	for i, wr := range p.Writes {
@@ -307,12 +356,45 @@ func ParseProposal(reply string) (*WriteProposal, error) {
 			return nil, fmt.Errorf("%s.content: contains a NUL byte; only text files can be written", at)
 		}
 		if len(wr.Content) > MaxWriteBytes {
-			return nil, fmt.Errorf("%s.content: %d bytes exceeds the per-file limit of %d", at, len(wr.Content), MaxWriteBytes)
+			return nil, fmt.Errorf("%s.content: %d bytes exceeds the per-file limit of %d; change an existing file with edits", at, len(wr.Content), MaxWriteBytes)
 		}
 		total += len(wr.Content)
 	}
+	for i, ed := range p.Edits {
+		at := fmt.Sprintf("edits[%d]", i)
+		if !sha256Hex.MatchString(ed.BaseSHA256) {
+			return nil, fmt.Errorf("%s.base_sha256: %q is not 64 lowercase hex digits", at, ed.BaseSHA256)
+		}
+		if ed.BaseSHA256 == EmptySHA256 {
+			return nil, fmt.Errorf("%s: base_sha256 is that of an empty or new file; edits change existing files, create a file with a write", at)
+		}
+		if len(ed.Replace) == 0 {
+			return nil, fmt.Errorf("%s.replace: must contain at least one edit", at)
+		}
+		for j, rp := range ed.Replace {
+			if strings.ContainsRune(rp.Old, 0) || strings.ContainsRune(rp.New, 0) {
+				return nil, fmt.Errorf("%s.replace[%d]: contains a NUL byte; only text files can be edited", at, j)
+			}
+			if n := len(rp.Old) + len(rp.New); n > MaxWriteBytes {
+				return nil, fmt.Errorf("%s.replace[%d]: old and new are %d bytes together; the per-edit limit is %d", at, j, n, MaxWriteBytes)
+			}
+			total += len(rp.Old) + len(rp.New)
+		}
+	}
 	if total > MaxProposalBytes {
-		return nil, fmt.Errorf("writes: %d bytes in total exceeds the per-proposal limit of %d", total, MaxProposalBytes)
+		return nil, fmt.Errorf("the proposal's contents, olds and news are %d bytes in total; the per-proposal limit is %d", total, MaxProposalBytes)
+	}
+	// A path named twice is ambiguous whatever the scope: which change wins?
+	seen := map[string]string{}
+	for i, path := range p.Paths() {
+		key := path
+		if clean, err := NormalizePath(path); err == nil {
+			key = clean
+		}
+		if first, ok := seen[key]; ok {
+			return nil, fmt.Errorf("%s: %s is already named by %s; name each path once in the whole proposal (several edits of one file go in one replace list)", p.At(i), path, first)
+		}
+		seen[key] = p.At(i)
 	}
 	return &p, nil
 }
