@@ -86,7 +86,9 @@ func TestSubreaperKillsSetsidDaemon(t *testing.T) {
 		}},
 		{"Run timing out", []string{"daemon.pid"}, func(dir string, argv []string) error {
 			argv = []string{"sh", "-c", `python3 -c "$0" && exec sleep 30`, argv[2]}
-			if res := Run(context.Background(), Spec{Argv: argv, Dir: dir, Timeout: 2 * time.Second}); !res.TimedOut {
+			// The timeout must outlast python's start and the daemon's fork
+			// on a loaded machine (2 s did not at a load of 9 on 2 cores).
+			if res := Run(context.Background(), Spec{Argv: argv, Dir: dir, Timeout: 8 * time.Second}); !res.TimedOut {
 				return errors.New("did not time out: " + res.Err)
 			}
 			return nil
