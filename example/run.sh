@@ -18,7 +18,7 @@ if [ -z "$factory" ]; then
     factory=factory
   else
     echo "building factory into $work/factory ..." >&2
-    (cd "$here/.." && go build -o "$work/factory" ./cmd/factory)
+    (cd "$here/.." && go build -buildvcs=auto -o "$work/factory" ./cmd/factory)
     factory=$work/factory
   fi
 fi

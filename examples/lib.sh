@@ -10,7 +10,7 @@ example_factory() {
     factory=factory
   else
     echo "building factory into $2/factory ..." >&2
-    (cd "$(dirname "${BASH_SOURCE[0]}")/.." && go build -o "$2/factory" ./cmd/factory)
+    (cd "$(dirname "${BASH_SOURCE[0]}")/.." && go build -buildvcs=auto -o "$2/factory" ./cmd/factory)
     factory=$2/factory
   fi
 }
