@@ -39,14 +39,28 @@ var MachineToolchains = sync.OnceValue(func() Toolchains {
 const askTimeout = 5 * time.Second
 
 // askToolchain runs argv if its program is installed and returns its output. It runs in /, outside
-// any module or package: a go.mod asking for a newer Go would make go switch toolchains.
+// any module or package: a go.mod asking for a newer Go would make go switch toolchains. It leaves
+// no trace in the user's home: go writes telemetry counters under the user's configuration
+// directory on every run, so that directory is a temporary one, removed after, and GOENV names the
+// user's go env file where go would have found it.
 func askToolchain(argv ...string) ([]byte, bool) {
 	if !proc.Found(argv[0]) {
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 	defer cancel()
-	out, err := proc.Output(ctx, "/", argv, nil)
+	tmp, err := os.MkdirTemp("", "factory-ask-")
+	if err != nil {
+		return nil, false
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"XDG_CONFIG_HOME=" + tmp}
+	if os.Getenv("GOENV") == "" {
+		if dir, err := os.UserConfigDir(); err == nil {
+			env = append(env, "GOENV="+filepath.Join(dir, "go", "env"))
+		}
+	}
+	out, err := proc.Output(ctx, "/", argv, proc.SetEnv(os.Environ(), env...))
 	return out, err == nil
 }
 

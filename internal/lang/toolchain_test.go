@@ -1,10 +1,13 @@
 package lang
 
 import (
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/factory-harness/factory/internal/proc"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
@@ -59,5 +62,32 @@ func TestFindToolchains(t *testing.T) {
 				t.Errorf("findToolchains = %+v, %q\nwant %+v, %q", got.Caches, got.Env, c.want, c.wantEnv)
 			}
 		})
+	}
+}
+
+// Asking the real go leaves nothing in the user's home (go writes telemetry
+// counters under its configuration directory on every run), and still
+// names the user's go env file.
+func TestAskToolchainLeavesNoTrace(t *testing.T) {
+	if !proc.Found("go") {
+		t.Skip("go is not installed")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	t.Setenv("GOENV", "")
+	tc := findToolchains(askToolchain, os.Getenv, os.ReadFile)
+	if want := "GOENV=" + filepath.Join(home, ".config", "go", "env"); !slices.Contains(tc.Env, want) {
+		t.Errorf("Env %v lacks %s", tc.Env, want)
+	}
+	var left []string
+	filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if p != home {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("asking go left files in HOME: %v", left)
 	}
 }
