@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
@@ -373,7 +374,7 @@ func (b *builder) commitNoted(ctx context.Context, wo workorder.WorkOrder, res f
 	// Usually the commands left only untracked or ignored files: Tidy then
 	// removes them from one listing and the tree is clean by construction;
 	// otherwise it rolls back to the commit and Dirty checks the result.
-	rep, clean, err := b.repo.Tidy(ctx, res.Baseline.Rebased(commit))
+	rep, clean, err := b.repo.Tidy(ctx, res.Baseline.Rebased(commit), deps.InstalledTrees)
 	if err != nil {
 		return commit, fmt.Errorf("clean up after %s: %w", wo.ID, err)
 	}

@@ -32,35 +32,6 @@ import (
 // builds plans whose work orders declare dependencies in their manifests, against the test
 // registries of internal/deps/registrytest, each passed with --registry, in the default sandbox.
 
-// Known gaps these tests found outside the dependency step, each to be set to true once fixed, for
-// the tests to check it:
-const (
-	// buildKeepsInstalledTrees: after each commit, factory build removes what the work order's
-	// commands left that was not there before it (builder.commitNoted's gitws.Repo.Tidy with the
-	// work order's baseline), the step's node_modules and .venv included, although ignored: the next
-	// work order installs them again (docs/dependencies.md says they are kept between work orders).
-	buildKeepsInstalledTrees = false
-	// commandsFindVenvPrograms: a verification or acceptance command's program is looked up in
-	// factory's PATH (proc.Spec.Argv), not in the command's, so `python3 -m unittest` or `pytest`
-	// runs the machine's interpreter, not .venv's, which the step put first on the command's PATH;
-	// only programs the command itself starts (a script's `python3`) find .venv's.
-	commandsFindVenvPrograms = false
-	// rollbacksForgetStamps: the rollback of an attempt cut off in its dependency step (factory
-	// recover, or the build's own recovery, after a kill; the emergency rollback of an interrupt)
-	// does not forget the stamps (deps.Forget), as the rollback of a failed attempt does: it puts
-	// the installed tree's stamp back, but not the tree's files too big to back up that the package
-	// manager had removed, and the next attempt whose manifests are the baseline's skips the step.
-	rollbacksForgetStamps = false
-)
-
-// venvCommand is line as a Python acceptance command that runs .venv's programs.
-func venvCommand(line string) string {
-	if commandsFindVenvPrograms {
-		return line
-	}
-	return "bash -c '" + line + "'"
-}
-
 // depsEnv is the environment of factory in these tests: the user's HOME (the sandbox finds the
 // toolchains' homes from it, rustup's among them), rustup's cargo on PATH, a dependency cache of
 // the test's own, and the test Go proxy's modules kept off the checksum database, as a user of a
@@ -231,10 +202,10 @@ func depsLangs() []depsLang {
 				{map[string]string{"requirements.txt": "tiny-greet==1.0.0\n", ".gitignore": ".venv/\n__pycache__/\n",
 					"greeting.py": "import tiny_greet\n\n\ndef greeting():\n    return tiny_greet.greet() + '!'\n", "tests/__init__.py": "",
 					"tests/test_greeting.py": "import unittest\n\nimport greeting\n\n\nclass T(unittest.TestCase):\n    def test_greeting(self):\n        self.assertEqual(greeting.greeting(), 'hello, world!')\n"},
-					venvCommand("python3 -m unittest tests.test_greeting -q")},
+					"python3 -m unittest tests.test_greeting -q"},
 				{map[string]string{"shout.py": "import tiny_greet\n\n\ndef shout():\n    return tiny_greet.greet().upper()\n",
 					"tests/test_shout.py": "import unittest\n\nimport shout\n\n\nclass T(unittest.TestCase):\n    def test_shout(self):\n        self.assertEqual(shout.shout(), 'HELLO, WORLD')\n"},
-					venvCommand("python3 -m unittest tests.test_shout -q")},
+					"python3 -m unittest tests.test_shout -q"},
 			},
 			// No Python lockfile: the requirements are committed as the model wrote them.
 			committed: []string{"requirements.txt"}, installed: ".venv", packages: 2},
@@ -397,11 +368,7 @@ func TestDepsBuildPerLanguage(t *testing.T) {
 				}
 			}
 			if lang.installed != "" && !exists(filepath.Join(repo, lang.installed)) {
-				if buildKeepsInstalledTrees {
-					t.Errorf("%s is not in the work tree after the build", lang.installed)
-				} else {
-					t.Logf("known gap (buildKeepsInstalledTrees): the build removed %s after committing", lang.installed)
-				}
+				t.Errorf("%s is not in the work tree after the build", lang.installed)
 			}
 			if st := git(t, repo, "status", "--porcelain", "--untracked-files=all"); st != "" {
 				t.Errorf("work tree not clean after the build:\n%s", st)
@@ -435,11 +402,7 @@ func TestDepsBuildPerLanguage(t *testing.T) {
 				t.Fatalf("WO-02's attempts: %+v, want one with a deps report", second)
 			}
 			if again := second[0].Deps.Outcomes[0]; !again.Skipped {
-				if inTree := lang.eco == deps.NPM || lang.eco == deps.PyPI; inTree && !buildKeepsInstalledTrees {
-					t.Logf("known gap (buildKeepsInstalledTrees): WO-02 installed again: %+v", again)
-				} else {
-					t.Errorf("WO-02's deps report %+v, want the step skipped (what WO-01 installed kept)", again)
-				}
+				t.Errorf("WO-02's deps report %+v, want the step skipped (what WO-01 installed kept)", again)
 			} else if exists(filepath.Join(sum.WorkOrders[1].RunDir, "attempt_1", "deps.jsonl")) {
 				t.Errorf("WO-02's skipped step wrote deps.jsonl")
 			}
@@ -711,9 +674,6 @@ func TestDepsKilledInStepThenResumes(t *testing.T) {
 // back up: once the repository is restored, the next run, whose manifests are the earlier run's
 // again, must install again rather than trust the stamp the rollback put back.
 func TestDepsStampForgottenAfterCutStep(t *testing.T) {
-	if !rollbacksForgetStamps {
-		t.Skip("known gap (rollbacksForgetStamps): a rollback after a cut-off step keeps the stamps")
-	}
 	skipWithout(t, "node", "npm")
 	for _, how := range []string{"SIGKILL then factory recover", "interrupt"} {
 		t.Run(how, func(t *testing.T) {

@@ -221,6 +221,13 @@ func (r *Run) emergencyRollback(s *state) error {
 	if _, err := r.rollback(context.Background(), a); err != nil {
 		return err
 	}
+	if r.depsBox != nil {
+		// Cut in the middle, the step may have left a stamp without the
+		// tree it describes (its report never came back to say it ran).
+		if err := deps.Forget(r.repo.Root); err != nil {
+			return fmt.Errorf("after the rollback: %w", err)
+		}
+	}
 	r.progress("rolled back to %s", r.baseline.Commit[:12])
 	return nil
 }

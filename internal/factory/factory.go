@@ -262,32 +262,52 @@ func Preflight(ctx context.Context, opts Options) (_ *Run, err error) {
 
 // prepareSandbox decides how commands are confined: writable work tree,
 // read-only git directories (whichever of them are inside it) and artifacts.
-// With the dependency step on, it also prepares the step's confinement, and
-// commands see the dependency cache copy-on-write (read-only with Landlock
-// alone), where the step's Go modules and crates are.
+// With the dependency step on and a manifest or lockfile in the work tree,
+// it also prepares the step's confinement (prepareDeps); without one the
+// dependency cache is neither made nor shown, until an attempt adds one.
 func prepareSandbox(opts Options, repo *gitws.Repo) (run, step *sandbox.Policy, err error) {
+	req := runRequest(opts, repo)
+	if opts.Deps.Enabled() {
+		// A manifest that does not parse is the step's to report.
+		if uses, err := deps.Uses(repo.Root); uses || err != nil {
+			return prepareDeps(opts, req)
+		}
+	}
+	if run, err = sandbox.Prepare(req); err != nil {
+		return nil, nil, preflightf("%v", err)
+	}
+	return run, nil, nil
+}
+
+// runRequest is the confinement of the run's commands.
+func runRequest(opts Options, repo *gitws.Repo) sandbox.Request {
 	req := opts.Sandbox
 	if req.Mode == "" {
 		req.Mode = sandbox.ModeAuto
 	}
 	req.WorkTree = repo.Root
 	req.ReadOnly = []string{filepath.Join(repo.Root, ".git"), repo.GitDir, repo.CommonDir, opts.Out}
-	if opts.Deps.Enabled() {
-		cache, err := opts.Deps.CacheDir()
-		if err != nil {
-			return nil, nil, preflightf("%v", err)
-		}
-		stepReq, err := deps.StepRequest(req, cache)
-		if err != nil {
-			return nil, nil, preflightf("%v", err)
-		}
-		if step, err = sandbox.Prepare(stepReq); err != nil {
-			return nil, nil, preflightf("%v", err)
-		}
-		req.Caches = deps.RunCaches(req.Caches, cache)
-	}
-	run, err = sandbox.Prepare(req)
+	return req
+}
+
+// prepareDeps makes the dependency cache and prepares the step's
+// confinement and the run's commands' one, which see the cache
+// copy-on-write (read-only with Landlock alone), where the step's Go
+// modules and crates are.
+func prepareDeps(opts Options, req sandbox.Request) (run, step *sandbox.Policy, err error) {
+	cache, err := opts.Deps.CacheDir()
 	if err != nil {
+		return nil, nil, preflightf("%v", err)
+	}
+	stepReq, err := deps.StepRequest(req, cache)
+	if err != nil {
+		return nil, nil, preflightf("%v", err)
+	}
+	if step, err = sandbox.Prepare(stepReq); err != nil {
+		return nil, nil, preflightf("%v", err)
+	}
+	req.Caches = deps.RunCaches(req.Caches, cache)
+	if run, err = sandbox.Prepare(req); err != nil {
 		return nil, nil, preflightf("%v", err)
 	}
 	return run, step, nil

@@ -73,6 +73,18 @@ func (r *Run) depsStep(ctx context.Context, a *attempt) error {
 	if !r.opts.Deps.Enabled() {
 		return nil
 	}
+	if r.depsBox == nil {
+		// The run started with no manifest: prepare the step now that an
+		// attempt wrote one, or skip it.
+		// A manifest that does not parse is the step's to report.
+		if uses, err := deps.Uses(r.repo.Root); !uses && err == nil {
+			return nil
+		}
+		var err error
+		if r.sandbox, r.depsBox, err = prepareDeps(r.opts, runRequest(r.opts, r.repo)); err != nil {
+			return err
+		}
+	}
 	var recordErr error
 	rep, err := deps.Step(ctx, deps.Spec{
 		Root: r.repo.Root, Opts: r.opts.Deps, Sandbox: r.depsBox, Env: r.env, Dir: a.dir,

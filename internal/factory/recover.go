@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/factory-harness/factory/internal/deps"
+
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/proc"
 )
@@ -90,6 +92,11 @@ func RecoverHeld(ctx context.Context, repo *gitws.Repo, progress io.Writer) (Rec
 	defer cancel()
 	if res.Rollback, err = rollbackTo(ctx, repo, j.Baseline, j.Undo); err != nil {
 		return res, err
+	}
+	// The run may have been killed inside the dependency step, which
+	// leaves a stamp without the tree it describes: install again.
+	if err := deps.Forget(repo.Root); err != nil {
+		return res, fmt.Errorf("after the rollback: %w", err)
 	}
 	say("recover: restored %s to %s (removed %d, restored %d, could not restore %d)", repo.Root, gitws.ShortHash(j.Baseline.Commit),
 		len(res.Rollback.RemovedFiles), len(res.Rollback.RestoredFiles), len(res.Rollback.UnrestoredFiles))

@@ -157,7 +157,7 @@ func TestTidy(t *testing.T) {
 				}
 				want := snapshotTree(t, f.root)
 				tc.leave(t, f.root)
-				rep, clean, err := f.repo.Tidy(ctx, b.Rebased(commit))
+				rep, clean, err := f.repo.Tidy(ctx, b.Rebased(commit), nil)
 				if err != nil {
 					t.Fatalf("Tidy: %v", err)
 				}
@@ -184,8 +184,44 @@ func TestTidy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.repo.Tidy(context.Background(), b); err == nil {
+	if _, _, err := f.repo.Tidy(context.Background(), b, nil); err == nil {
 		t.Error("Tidy with a full baseline succeeded; it is only for Rebased ones")
+	}
+}
+
+// Tidy keeps the kept directories git ignores, with all they hold, and
+// removes one it does not ignore, as any other leftover.
+func TestTidyKeepsIgnoredDirs(t *testing.T) {
+	for _, how := range []string{"watched", "git"} {
+		t.Run(how, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			writeFile(t, f.root, ".gitignore", readFile(t, f.root, ".gitignore")+"node_modules/\n")
+			if _, err := f.repo.CommitPaths(ctx, []string{".gitignore"}, "ignore node_modules"); err != nil {
+				t.Fatal(err)
+			}
+			b := snapshot(t, f, how != "git")
+			writeFile(t, f.root, "src/app.py", "print('v2')\n")
+			commit, err := f.repo.CommitPaths(ctx, []string{"src/app.py"}, "wo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, f.root, "node_modules/left-pad/index.js", "x")
+			writeFile(t, f.root, "target/debug/app", "x")
+			rep, _, err := f.repo.Tidy(ctx, b.Rebased(commit), []string{"node_modules", "target"})
+			if err != nil {
+				t.Fatalf("Tidy: %v", err)
+			}
+			if !slices.Equal(rep.Removed, []string{"target/debug/app"}) {
+				t.Errorf("Removed = %q, want only the unignored target's file", rep.Removed)
+			}
+			if got := readFile(t, f.root, "node_modules/left-pad/index.js"); got != "x" {
+				t.Errorf("the ignored node_modules was not kept: %q", got)
+			}
+			if dirty, err := f.repo.Dirty(ctx); err != nil || len(dirty) > 0 {
+				t.Errorf("Dirty after Tidy = %q, %v", dirty, err)
+			}
+		})
 	}
 }
 

@@ -180,7 +180,7 @@ func FuzzStatusPaths(f *testing.F) {
 			}
 		}
 		git(t, root, "--literal-pathspecs", "rm", "-q", "--cached", "--", name)
-		rep, clean, err := repo.Tidy(ctx, base)
+		rep, clean, err := repo.Tidy(ctx, base, nil)
 		if err != nil {
 			t.Fatalf("Tidy with %q present: %v", rel, err)
 		}

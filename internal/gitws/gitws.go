@@ -649,8 +649,10 @@ func (r *Repo) removeUntracked(ctx context.Context, b Baseline, untracked, track
 // (git may see an executable bit), and clean is true only when none was.
 // When the listing shows any change to tracked files or the index, Tidy
 // does a full Rollback to b.Commit instead, and clean is false: check with
-// Dirty.
-func (r *Repo) Tidy(ctx context.Context, b Baseline) (rep RollbackReport, clean bool, err error) {
+// Dirty. keep are directories at the root (the installed trees:
+// node_modules, .venv) that Tidy leaves in place, with all they hold, when
+// git ignores them.
+func (r *Repo) Tidy(ctx context.Context, b Baseline, keep []string) (rep RollbackReport, clean bool, err error) {
 	if b.state != nil {
 		return rep, false, errors.New("tidy: only for a Baseline without git metadata (see Rebased)")
 	}
@@ -668,6 +670,7 @@ func (r *Repo) Tidy(ctx context.Context, b Baseline) (rep RollbackReport, clean 
 		rep, err := r.Rollback(ctx, b)
 		return rep, false, err
 	}
+	untracked = r.withoutIgnoredDirs(ctx, untracked, keep)
 	errs = append(errs, r.removeUntracked(ctx, b, untracked, tracked, &rep)...)
 	fixed, modeErrs := r.restoreModes(b, &rep)
 	errs = append(errs, modeErrs...)
@@ -675,6 +678,23 @@ func (r *Repo) Tidy(ctx context.Context, b Baseline) (rep RollbackReport, clean 
 		return fail(errors.Join(errs...))
 	}
 	return rep, fixed == 0, nil
+}
+
+// withoutIgnoredDirs is paths without those inside a directory of dirs
+// that git ignores. When git cannot say (check-ignore fails), the paths
+// stay, to be removed: keeping is never the default.
+func (r *Repo) withoutIgnoredDirs(ctx context.Context, paths, dirs []string) []string {
+	for _, d := range dirs {
+		inside := func(p string) bool { return p == d || strings.HasPrefix(p, d+"/") }
+		if !slices.ContainsFunc(paths, inside) {
+			continue
+		}
+		if _, err := r.query(ctx, "check-ignore", "-q", "--", d+"/"); err != nil {
+			continue
+		}
+		paths = slices.DeleteFunc(paths, inside)
+	}
+	return paths
 }
 
 // leftovers lists for Tidy the untracked files present in a tree whose

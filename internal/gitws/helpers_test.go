@@ -325,3 +325,13 @@ func diffTrees(want, got treeState) string {
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
 }
+
+// readFile reads a file of the tree, "" when it does not exist.
+func readFile(t testing.TB, root, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(data)
+}

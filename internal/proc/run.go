@@ -39,8 +39,9 @@ var errOutputLimit = errors.New("output limit exceeded")
 
 // Spec describes one command for Run.
 type Spec struct {
-	// Argv is the program and its arguments. A program name without a slash is looked up in this
-	// process's PATH (not Env's); one with a slash is relative to Dir.
+	// Argv is the program and its arguments. A program name without a slash is looked up in Env's
+	// PATH when Env sets one (a relative entry is relative to Dir), else in this process's PATH;
+	// one with a slash is relative to Dir.
 	Argv    []string
 	Dir     string        // working directory
 	Timeout time.Duration // 0 means no timeout
@@ -433,6 +434,12 @@ func (e *RunError) Unwrap() error { return e.Err }
 // Canceling ctx kills the whole group; on Linux the command is killed when factory dies.
 func command(ctx context.Context, dir string, argv, env []string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	if path, ok := envPath(env); ok && !strings.Contains(argv[0], "/") {
+		// The command's own PATH (a virtual environment's bin first): exec.Command looked in ours.
+		if found, err := lookPathIn(argv[0], path, dir); err == nil {
+			cmd.Path, cmd.Err = found, nil
+		}
+	}
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
