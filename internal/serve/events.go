@@ -65,10 +65,16 @@ func scanLines(path string, from int64, fn func(line []byte, end int64) bool) (i
 }
 
 func scanReader(f io.ReadSeeker, from int64, fn func(line []byte, end int64) bool) (int64, error) {
+	return scanReaderSize(f, from, 64<<10, fn)
+}
+
+// scanReaderSize is scanReader with a read buffer of size bytes (at least
+// 16): for a file known to be small.
+func scanReaderSize(f io.ReadSeeker, from int64, size int, fn func(line []byte, end int64) bool) (int64, error) {
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return from, err
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, size)
 	done, pos := from, from // done: after the last complete line
 	var long []byte         // the start of a line longer than the buffer
 	tooLong := false

@@ -86,6 +86,7 @@ var funcs = template.FuncMap{
 		return fmt.Sprint(*p)
 	},
 	"kib":   func(n int64) string { return fmt.Sprintf("%.1f KiB", float64(n)/1024) },
+	"size":  byteSize,
 	"upper": strings.ToUpper,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}

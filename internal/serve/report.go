@@ -52,7 +52,7 @@ func Report(ctx context.Context, w io.Writer, o ReportOptions) error {
 		return err
 	}
 	defer s.Close()
-	s.maxText = maxReportText
+	s.maxText, s.maxDepsRows = maxReportText, depsRowsReport
 	var page, title string
 	var data any
 	var items []reportItem

@@ -56,6 +56,9 @@ type Server struct {
 	// maxText bounds each text a page shows (the whole file is a link
 	// away; a report notes the cut).
 	maxText int64
+	// maxDepsRows bounds the rows of a dependency request log shown: as
+	// many allowed requests, and as many refused or unreadable lines.
+	maxDepsRows int
 
 	diffMu sync.Mutex
 	diffs  map[string]commitDiffs // repository@commit → its diff
@@ -78,7 +81,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{o: o, st: newStore(o.Outs, o.Repos, o.Now), red: redact.New(o.Environ), pages: pages, css: string(css), maxText: maxShownText,
+	return &Server{o: o, st: newStore(o.Outs, o.Repos, o.Now), red: redact.New(o.Environ), pages: pages, css: string(css), maxText: maxShownText, maxDepsRows: depsRowsServed,
 		diffs: map[string]commitDiffs{}}, nil
 }
 

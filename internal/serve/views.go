@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/loop"
@@ -426,7 +427,7 @@ func activity(src *source, hash string, f *buildFold) *Activity {
 }
 
 // runningLog names the command of an attempt whose log was created last
-// (verify_1, acceptance_2, ...).
+// (verify_1, acceptance_2, ..., deps_npm_1 for the dependency step's).
 func runningLog(src *source, hash, wo string, attempt int) string {
 	runs := runDirs(src, "builds/"+hash+"/"+wo)
 	if len(runs) == 0 {
@@ -438,8 +439,14 @@ func runningLog(src *source, hash, wo string, attempt int) string {
 	var t time.Time
 	for _, e := range ents {
 		info, err := e.Info()
-		if err == nil && strings.HasSuffix(e.Name(), ".stdout.txt") && !info.ModTime().Before(t) {
+		if err != nil || info.ModTime().Before(t) {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(e.Name(), ".stdout.txt"):
 			name, t = strings.TrimSuffix(e.Name(), ".stdout.txt"), info.ModTime()
+		case depsLogFile.MatchString(e.Name()):
+			name, t = strings.TrimSuffix(e.Name(), ".txt"), info.ModTime()
 		}
 	}
 	return name
@@ -458,6 +465,7 @@ type AttemptView struct {
 	Proposal  string                 `json:"proposal_summary"`
 	Writes    []DiffFile             `json:"writes"`
 	Write     *factory.WriteResult   `json:"write_result"`
+	Deps      *DepsView              `json:"deps"`
 	Commands  []CmdView              `json:"commands"`
 	Brief     *factory.FailureBrief  `json:"failure_brief"`
 	EnvPassed []string               `json:"env_passed"`
@@ -501,13 +509,19 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 	}
 	var sum factory.RunSummary
 	baseline := ""
-	if read(dir+"/run_summary.json", &sum) {
+	record := depsPending
+	if !read(dir+"/run_summary.json", &sum) {
+		if _, err := src.stat(dir + "/run_summary.json"); err == nil {
+			record = depsUnreadable
+		}
+	} else {
+		record = depsAbsent
 		v.EnvPassed, v.Model = sum.EnvPassed, sum.LLMModel
 		v.Sandbox = fmt.Sprintf("%s: %s (network: %s)", sum.Sandbox.Mode, sum.Sandbox.Mechanism, sum.Sandbox.Network)
 		baseline = sum.BaselineCommit
 		for i := range sum.Attempts {
 			if sum.Attempts[i].AttemptIndex == n {
-				v.Record = &sum.Attempts[i]
+				v.Record, record = &sum.Attempts[i], depsRecorded
 				baseline = v.Record.BaselineCommit
 			}
 		}
@@ -526,6 +540,11 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 	if read(ad+"/write_result.json", &wr) {
 		v.Write = &wr
 	}
+	var rep *deps.Report
+	if v.Record != nil {
+		rep = v.Record.Deps
+	}
+	v.Deps = s.depsView(src, dir, n, record, rep)
 	var verify, accept []factory.CmdResult
 	read(ad+"/verify_result.json", &verify)
 	read(ad+"/acceptance_result.json", &accept)
