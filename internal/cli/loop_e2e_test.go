@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/proc/sandbox"
 )
 
@@ -703,6 +705,43 @@ func TestLoopRecoverGitLockAndHomes(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "factory-loop-home-*")); len(left) != 1 || left[0] != other {
 		t.Errorf("homes left in TMPDIR: %q, want only the other repository's %s", left, other)
+	}
+	if head := git(t, f.repo, "rev-parse", "HEAD"); head != start {
+		t.Errorf("HEAD = %s, want %s", head, start)
+	}
+	f.clean(t)
+}
+
+// TestLoopRecoverGitLockNoted: the loop is killed inside a git step it
+// noted (a commit or a reset runs under gitws.DuringGitStep), and git left
+// .git/index.lock: recover removes that lock at once, however young, since
+// the note says whose it is, and resets.
+func TestLoopRecoverGitLockNoted(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "child.pid")
+	f := newLoopFixture(t, dir, map[int][]act{1: {{"op": "write", "path": "mul.py", "content": "x\n"}, {"op": "hang", "pidfile": pidfile}}}, "")
+	start := git(t, f.repo, "rev-parse", "HEAD")
+	cmd, _ := startStep(t, f, pidfile)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	repo, err := gitws.Open(context.Background(), f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.RecordGitStep(gitws.GitStep{Step: "commit"}); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(f.repo, ".git", "index.lock")
+	writeFiles(t, f.repo, map[string]string{".git/index.lock": ""})
+	out := f.mustRun(t, 0, "loop", "recover")
+	if !strings.Contains(out.stdout, lock) || !strings.Contains(out.stdout, "recovered: iteration 1 of run t1 reset to") {
+		t.Errorf("recover: %q", out.stdout)
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("index.lock survived: %v", err)
+	}
+	if _, noted, _ := repo.RecordedGitStep(); noted {
+		t.Errorf("the git-step note survived recover")
 	}
 	if head := git(t, f.repo, "rev-parse", "HEAD"); head != start {
 		t.Errorf("HEAD = %s, want %s", head, start)

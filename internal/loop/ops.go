@@ -89,7 +89,7 @@ func Start(ctx context.Context, o StartOptions) (RunState, string, error) {
 	if err := writeRunState(repo.Root, st); err != nil {
 		return st, "", err
 	}
-	commit, err := repo.CommitAll(ctx, "chore(loop): start run "+id, gitws.Identity{Name: CommitName, Email: CommitEmail}, IterationsDir)
+	commit, err := commitAll(ctx, repo, "chore(loop): start run "+id)
 	if err != nil {
 		return st, "", err
 	}
@@ -289,8 +289,10 @@ type RecoverResult struct {
 // (ignored files kept), moving its logs aside. A git killed with it may
 // have left index.lock (or HEAD's or the branch's lock), which would stop
 // the reset: with the journal present, the executor dead and the
-// repository lock held, such a lock is removed once it is
-// gitws.StaleLockAge old (gitws.RemoveStaleLocks says why). Without a
+// repository lock held, such a lock is removed at once when the git-step
+// note says a loop died inside that git step (its commits and resets run
+// under one, as a build's do), else once it is gitws.StaleLockAge old
+// (gitws.RecoverGitLocks says why). Without a
 // journal it changes nothing in the repository. Either way it removes the
 // private homes that killed iterations of this repository left in $TMPDIR.
 func Recover(ctx context.Context, root string, now func() time.Time) (RecoverResult, error) {
@@ -326,7 +328,7 @@ func Recover(ctx context.Context, root string, now func() time.Time) (RecoverRes
 			return res, fmt.Errorf("kill the executor left running (process group %d): %w", cmd.PGID, err)
 		}
 	}
-	locks, err := repo.RemoveStaleLocks(j.Branch, now())
+	locks, err := repo.RecoverGitLocks(true, now())
 	res.GitLocks = nonNil(locks)
 	if err != nil {
 		return res, fmt.Errorf("before resetting iteration %d: %w", j.Iteration, err)
@@ -367,4 +369,15 @@ func committedProblems(ctx context.Context, root string, data []byte) ([]string,
 		return nil, err
 	}
 	return repairProblems(ctx, repo, st, data)
+}
+
+// commitAll commits everything but the iteration logs as the loop, under a
+// git-step note (gitws.Repo.DuringGitStep): if the loop is killed inside
+// the commit, Recover knows the lock files git left are its own.
+func commitAll(ctx context.Context, repo *gitws.Repo, message string) (commit string, err error) {
+	err = repo.DuringGitStep(gitws.GitStep{Step: "commit"}, func() error {
+		commit, err = repo.CommitAll(ctx, message, gitws.Identity{Name: CommitName, Email: CommitEmail}, IterationsDir)
+		return err
+	})
+	return commit, err
 }

@@ -490,7 +490,11 @@ func (r *Runner) headMoved(ctx context.Context, it *iteration) (bool, string, er
 func (r *Runner) reset(ctx context.Context, it *iteration) error {
 	ctx, cancel := context.WithTimeout(ctx, rollbackTimeout)
 	defer cancel()
-	rep, err := r.repo.Rollback(ctx, it.baseline)
+	var rep gitws.RollbackReport
+	err := r.repo.DuringGitStep(gitws.GitStep{Step: "reset iteration"}, func() (err error) {
+		rep, err = r.repo.Rollback(ctx, it.baseline)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("reset to %.12s (the step journal is kept: run 'factory loop recover'): %w", it.baseline.Commit, err)
 	}
@@ -561,7 +565,7 @@ func (r *Runner) commit(ctx context.Context, it *iteration, res StepResult, next
 		return res, r.abort(it, err)
 	}
 	res.Message = fmt.Sprintf("chore(loop): run %s iter %d node %s %s guard=%s", r.state.RunID, it.n, orDash(res.Node), res.Kind, res.Guard)
-	commit, err := r.repo.CommitAll(ctx, res.Message, gitws.Identity{Name: CommitName, Email: CommitEmail}, IterationsDir)
+	commit, err := commitAll(ctx, r.repo, res.Message)
 	if err != nil {
 		return res, r.abort(it, err)
 	}
@@ -644,7 +648,7 @@ func (r *Runner) stuck(ctx context.Context, it *iteration) (StepResult, error) {
 		return res, err
 	}
 	res.Message = fmt.Sprintf("chore(loop): run %s stuck node %s", r.state.RunID, n.ID)
-	if res.Commit, err = r.repo.CommitAll(ctx, res.Message, gitws.Identity{Name: CommitName, Email: CommitEmail}, IterationsDir); err != nil {
+	if res.Commit, err = commitAll(ctx, r.repo, res.Message); err != nil {
 		return res, err
 	}
 	r.event(0, "stuck", n.ID, map[string]any{"path": res.StuckPath, "attempts": res.Attempts, "commit": res.Commit})
