@@ -38,10 +38,20 @@ import (
 //	      cargo add, curl, git clone, apt-get install, …), though commands
 //	      run without network: the harness installs what the manifests
 //	      declare before verification
+//	E109  (repairs) a revised or new work order has no acceptance command
+//	      that checks its own behaviour: none, or only commands that pass
+//	      whatever the code does (true, echo, python -c "pass", a
+//	      --version) or global verification itself
+//	E110  (repairs) a committed work order, or the verify contract, is not
+//	      exactly as it was, or the committed orders do not come first
+//	E111  (repairs) an id used before in the build is used again: the
+//	      failed order's, or one a repair removed
+//	E112  (repairs) the repair changes nothing but ids: the plan that
+//	      failed, again
 //	W101  acceptance command depends on a file that may not exist (warning)
 //	W102  allowed_files entry not in context_files (warning)
 type Issue struct {
-	Code    string `json:"code"`    // E000…E007, E101…E108, W101, W102
+	Code    string `json:"code"`    // E000…E007, E101…E112, W101, W102
 	WOID    string `json:"wo_id"`   // the order's id as written, "work_orders[N]" if it has none, "" for plan-level issues
 	Field   string `json:"field"`   // e.g. "acceptance_commands[1]", "preconditions[0].path"; relative to the order, or to the plan when WOID is ""
 	Message string `json:"message"` // what is wrong and how to fix it; does not repeat WOID or Field
@@ -68,7 +78,17 @@ type Env struct {
 	// for python -c imports; then the plan may hold code that does not
 	// compile.
 	Python PythonInspector
+	// RepairIDs says the plan is one a repair wrote (see Repair): its ids
+	// follow CheckRepairID — WO-NN or WO-NNrK, unique, in any order —
+	// instead of running WO-01, WO-02, … (E001).
+	RepairIDs bool
+	// Repair, when set, checks the plan as the reply to a repair request
+	// (E109–E112 and preconditions at the branch's tip; see
+	// ValidateRepair); it implies RepairIDs.
+	Repair *RepairContext
 }
+
+func (e Env) repairIDs() bool { return e.RepairIDs || e.Repair != nil }
 
 // Result is the outcome of Validate.
 type Result struct {

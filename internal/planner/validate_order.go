@@ -45,7 +45,9 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 	if v.env.LoneOrder && workorder.CheckID(id) == nil {
 		want = id // one work order, not a plan: any id run accepts will do
 	}
-	if isString && id != want {
+	if v.env.repairIDs() {
+		v.repairID(idx, o, id, isString, seen)
+	} else if isString && id != want {
 		switch first, dup := seen[id]; {
 		case workorder.CheckID(id) != nil:
 			v.add(idx, "E001", o.woid, "id", "%s is not of the form WO-NN (two digits); work order %d must be %q", clip(id, maxIDBytes), idx+1, want)
@@ -102,6 +104,9 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 		}
 		if idOnly {
 			o.wo = &w
+			// A repaired plan's ids follow their own rule (CheckRepairID),
+			// which repairID has checked.
+			o.parsed = v.env.repairIDs() && CheckRepairID(w.ID) == nil
 		}
 	} else {
 		o.wo, o.parsed = &w, true

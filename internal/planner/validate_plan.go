@@ -32,9 +32,10 @@ func (v *validator) plan(raw []byte) *workorder.Manifest {
 		fatal = true
 	}
 	var contract *workorder.VerifyContract
+	contractOK := true // absent, null or read
 	if rawC, ok := top.keys["verify_contract"]; ok && !isNull(rawC) {
 		if contract, ok = v.contract(rawC); !ok {
-			fatal = true
+			fatal, contractOK = true, false
 		}
 	}
 	rawOrders, ok := v.workOrderList(top.keys)
@@ -53,6 +54,9 @@ func (v *validator) plan(raw []byte) *workorder.Manifest {
 	}
 	v.inspectAll(orders)
 	v.chain(orders, contract, !fatal)
+	if v.env.Repair != nil {
+		v.repair(orders, contract, contractOK)
+	}
 	if fatal || badID || len(orders) == 0 {
 		return nil
 	}
