@@ -13,6 +13,7 @@ import (
 
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/deps"
+	"github.com/factory-harness/factory/internal/edit"
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/loop"
@@ -535,6 +536,9 @@ func (s *Server) attemptView(ctx context.Context, o int, dir string, n int, repo
 		for _, w := range prop.Writes {
 			v.Writes = append(v.Writes, proposalDiff(ctx, git, baseline, w))
 		}
+		for _, e := range prop.Edits {
+			v.Writes = append(v.Writes, editDiff(ctx, git, baseline, e))
+		}
 	}
 	var wr factory.WriteResult
 	if read(ad+"/write_result.json", &wr) {
@@ -632,6 +636,39 @@ func proposalDiff(ctx context.Context, git *gitws.Repo, baseline string, w worko
 		return d
 	}
 	return textDiff(w.Path, string(before), w.Content)
+}
+
+// editDiff shows a file's edits as the diff they make to its baseline
+// content; where that content cannot be read or the edits do not apply
+// (the attempt was refused: edit_mismatch), as their old texts against
+// their new ones, with a note saying why.
+func editDiff(ctx context.Context, git *gitws.Repo, baseline string, e workorder.FileEdit) DiffFile {
+	reps := make([]edit.Replace, len(e.Replace))
+	var olds, news strings.Builder
+	for i, r := range e.Replace {
+		reps[i] = edit.Replace{Old: r.Old, New: r.New}
+		fmt.Fprintf(&olds, "%s\n", strings.TrimSuffix(r.Old, "\n"))
+		fmt.Fprintf(&news, "%s\n", strings.TrimSuffix(r.New, "\n"))
+	}
+	pairs := func(note string) DiffFile {
+		d := textDiff(e.Path, olds.String(), news.String())
+		d.Note = fmt.Sprintf("%d edit(s), shown as their old texts against their new ones: %s", len(e.Replace), note)
+		return d
+	}
+	if git == nil || baseline == "" {
+		return pairs("base content not available (the repository is not readable here)")
+	}
+	before, err := git.Show(ctx, baseline, e.Path)
+	if err != nil {
+		return pairs(fmt.Sprintf("%s not in %s", e.Path, gitws.ShortHash(baseline)))
+	}
+	after, _, err := edit.Apply(string(before), reps)
+	if err != nil {
+		return pairs("they do not apply to the baseline: " + err.Error())
+	}
+	d := textDiff(e.Path, string(before), after)
+	d.Note = fmt.Sprintf("changed by %d edit(s)", len(e.Replace))
+	return d
 }
 
 // RunView is a single `factory run`.
