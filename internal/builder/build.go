@@ -95,6 +95,12 @@ type Options struct {
 	// the other in the repository's work tree.
 	Jobs int
 
+	// Repair asks the planner to repair the plan when a work order ends
+	// FAIL (see repair.go), at most MaxRepairs times per build; off, a
+	// failed order stops the build.
+	Repair     bool
+	MaxRepairs int
+
 	// Progress receives one line per transition; nil is quiet.
 	Progress io.Writer
 	// OnUpdate, when set, receives each change of state, for a live view.
@@ -135,6 +141,9 @@ type Summary struct {
 	Failed       string `json:"failed,omitempty"`
 	StoppedEarly string `json:"stopped_early,omitempty"`
 	Error        string `json:"error,omitempty"`
+	// Repairs are the repairs of the plan so far, earlier processes'
+	// included (see Options.Repair).
+	Repairs []RepairRecord `json:"repairs,omitempty"`
 }
 
 // WorkOrder is one work order's line in the summary.
@@ -152,6 +161,9 @@ type WorkOrder struct {
 	CacheWriteTokens  int64  `json:"cache_write_tokens"`
 	RunDir            string `json:"run_dir,omitempty"`
 	BriefPath         string `json:"failure_brief,omitempty"`
+	// Error is why a failed order could not start (a precondition that
+	// does not hold), when no attempt ran to write a failure brief.
+	Error string `json:"error,omitempty"`
 	// DependsOn lists the earlier work orders this one depends on
 	// (Dependencies): a parallel build starts it once they are committed.
 	DependsOn []string `json:"depends_on,omitempty"`
@@ -180,6 +192,13 @@ type builder struct {
 	own      *llm.Meter // a parallel build's work order: its own calls (see orderSpent)
 	// worktrees serializes a parallel build's git worktree add and remove.
 	worktrees *sync.Mutex
+	// Repairs (repair.go): those made so far, the ids every plan of the
+	// build has held, the repair that last wrote each order, and a repair
+	// an earlier process was cut off in (its number, 0 for none).
+	repairs  []RepairRecord
+	used     []string
+	repairOf map[string]int
+	pending  int
 }
 
 // Run builds. The summary is returned (and written to the build directory

@@ -39,50 +39,104 @@ func (b *builder) runAll(ctx context.Context) error {
 		b.sum.Verdict = verdictOf(err)
 		return err
 	}
+	if err := b.loadRepairs(ctx); err != nil {
+		b.sum.Verdict = verdictOf(err)
+		return err
+	}
 	if err := b.repo.DuringGitStep(gitws.GitStep{Step: "switch branch", Branch: b.sum.Branch}, func() error { return b.repo.SwitchBranch(ctx, b.sum.Branch, b.base) }); err != nil {
 		b.sum.Verdict = VerdictError
 		return err
 	}
-	passed, err := Passed(ctx, b.repo, "HEAD", b.sum.PlanHash, b.base)
-	if err != nil {
-		b.sum.Verdict = VerdictError
-		return err
+	for round := 0; ; round++ {
+		passed, err := Passed(ctx, b.repo, "HEAD", b.sum.PlanHash, b.base)
+		if err != nil {
+			b.sum.Verdict = VerdictError
+			return err
+		}
+		b.summaryLines(passed)
+		if round == 0 {
+			b.progress("build %s on branch %s: %d work orders, %d already committed", b.sum.PlanHash, b.sum.Branch, len(b.plan.WorkOrders), len(passed))
+		}
+		// A repair an earlier process was cut off in comes first; else the
+		// orders run, and a FAIL may be repaired.
+		job := b.takePending(passed)
+		if job == nil {
+			err := b.runOrders(ctx, passed)
+			switch {
+			case err == nil:
+				b.sum.Verdict = VerdictPass
+				b.progress("build %s: PASS%s, %d work orders committed on %s", b.sum.PlanHash, b.passedAfter(), len(b.plan.WorkOrders), b.sum.Branch)
+				return nil
+			case !errors.Is(err, errWorkOrderFailed):
+				b.sum.Verdict = verdictOf(err)
+				return err
+			case !b.mayRepair():
+				b.sum.Verdict = VerdictFail
+				return nil
+			}
+			// The orders committed since the round started count too.
+			if passed, err = Passed(ctx, b.repo, "HEAD", b.sum.PlanHash, b.base); err == nil {
+				job, err = b.newRepair(ctx, passed)
+			}
+			if err != nil {
+				b.sum.Verdict = VerdictError
+				return err
+			}
+		}
+		applied, err := b.repair(ctx, job)
+		switch {
+		case err != nil:
+			b.sum.Verdict = verdictOf(err)
+			return err
+		case !applied:
+			b.sum.Verdict = VerdictFail
+			b.sum.Failed = job.req.Failed.ID
+			for i := range b.sum.WorkOrders {
+				if l := &b.sum.WorkOrders[i]; l.ID == b.sum.Failed && l.Outcome != OutcomeFailed {
+					l.Outcome, l.Stage = OutcomeFailed, job.req.Failed.Stage // failed in the process the repair resumes
+				}
+			}
+			return nil
+		}
 	}
+}
+
+// summaryLines sets the summary's work orders to the plan's, committed or
+// not as passed says, keeping what this process recorded of each.
+func (b *builder) summaryLines(passed map[string]string) {
+	prev := map[string]WorkOrder{}
+	for _, l := range b.sum.WorkOrders {
+		prev[l.ID] = l
+	}
+	lines := make([]WorkOrder, 0, len(b.plan.WorkOrders))
 	for _, wo := range b.plan.WorkOrders {
-		line := WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}
+		line, ok := prev[wo.ID]
+		if !ok {
+			line = WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}
+		}
 		if c, ok := passed[wo.ID]; ok {
 			line.Outcome, line.Commit = OutcomePassed, c
 		}
-		b.sum.WorkOrders = append(b.sum.WorkOrders, line)
+		lines = append(lines, line)
 	}
-	b.progress("build %s on branch %s: %d work orders, %d already committed", b.sum.PlanHash, b.sum.Branch, len(b.plan.WorkOrders), len(passed))
+	b.sum.WorkOrders = lines
+}
+
+// runOrders runs every order of the plan without a commit: in parallel
+// (runParallel) or one after the other, stopping at the first that fails.
+// A FAIL is errWorkOrderFailed, with b.sum.Failed naming the order.
+func (b *builder) runOrders(ctx context.Context, passed map[string]string) error {
 	if deps := b.parallelDeps(); deps != nil {
-		err := b.runParallel(ctx, deps, passed)
-		b.sum.Verdict = VerdictPass
-		if err != nil {
-			b.sum.Verdict = verdictOf(err)
-			if errors.Is(err, errWorkOrderFailed) {
-				return nil
-			}
-			return err
-		}
-		b.progress("build %s: PASS, %d work orders committed on %s", b.sum.PlanHash, len(b.plan.WorkOrders), b.sum.Branch)
-		return nil
+		return b.runParallel(ctx, deps, passed)
 	}
 	for i := range b.plan.WorkOrders {
 		if b.sum.WorkOrders[i].Outcome == OutcomePassed {
 			continue
 		}
 		if err := b.runOne(ctx, i); err != nil {
-			b.sum.Verdict = verdictOf(err)
-			if errors.Is(err, errWorkOrderFailed) {
-				return nil
-			}
 			return err
 		}
 	}
-	b.sum.Verdict = VerdictPass
-	b.progress("build %s: PASS, %d work orders committed on %s", b.sum.PlanHash, len(b.plan.WorkOrders), b.sum.Branch)
 	return nil
 }
 
@@ -294,7 +348,7 @@ func (b *builder) runWorkOrder(ctx context.Context, i int) error {
 	if err != nil {
 		var pre *factory.PreflightError
 		if errors.As(err, &pre) {
-			line.Outcome, line.Stage = OutcomeFailed, factory.StagePreflight
+			line.Outcome, line.Stage, line.Error = OutcomeFailed, factory.StagePreflight, err.Error()
 			b.sum.Failed = wo.ID
 			b.progress("%s: FAIL (preflight: %v)", wo.ID, err)
 			b.event(map[string]any{"event": "wo_end", "wo": wo.ID, "verdict": "FAIL", "stage": factory.StagePreflight})
@@ -365,8 +419,8 @@ func (b *builder) commit(ctx context.Context, wo workorder.WorkOrder, res factor
 
 // commitNoted is commit, under its note.
 func (b *builder) commitNoted(ctx context.Context, wo workorder.WorkOrder, res factory.Result) (string, error) {
-	msg := fmt.Sprintf("factory: %s %s\n\n%s: %s\n%s: %s\n%s: %s\n", wo.ID, oneLine(wo.Title),
-		TrailerWorkOrder, wo.ID, TrailerRunID, res.RunID, TrailerPlan, b.sum.PlanHash)
+	msg := fmt.Sprintf("factory: %s %s\n\n%s: %s\n%s: %s\n%s: %s\n%s", wo.ID, oneLine(wo.Title),
+		TrailerWorkOrder, wo.ID, TrailerRunID, res.RunID, TrailerPlan, b.sum.PlanHash, b.repairTrailer(wo.ID))
 	commit, err := b.repo.CommitStaged(ctx, res.Baseline, res.Touched, msg)
 	if err != nil {
 		return "", fmt.Errorf("commit %s: %w", wo.ID, err)

@@ -29,6 +29,9 @@ type Status struct {
 	// Spend is what the build's model calls spent so far, in every process.
 	Spend      SpendRecord `json:"spend"`
 	WorkOrders []WorkOrder `json:"work_orders"`
+	// Repairs are the repairs of the plan so far; WorkOrders are those of
+	// the plan the last applied one left.
+	Repairs []RepairRecord `json:"repairs,omitempty"`
 }
 
 // ErrNoBuild is returned by ReadStatus for a repository no build ran in.
@@ -60,13 +63,20 @@ func ReadStatus(ctx context.Context, repoDir string) (*Status, error) {
 	if st.PlanSource == "" {
 		st.PlanSource = last.PlanSource
 	}
-	raw, _, err := planner.LoadPlan(p.PlanDir)
+	planPath, env := p.PlanDir, planner.Env{RepoUnknown: true}
+	if st.Repairs, _, err = ReadRepairs(p.BuildDir); err != nil {
+		return nil, err
+	}
+	if f := RepairedPlanFile(p.BuildDir, st.Repairs); f != "" {
+		planPath, env.RepairIDs = f, true
+	}
+	raw, _, err := planner.LoadPlan(planPath)
 	if err != nil {
 		return st, nil // not planned yet
 	}
-	res := planner.Validate(ctx, raw, planner.Env{RepoUnknown: true})
+	res := planner.Validate(ctx, raw, env)
 	if res.Manifest == nil {
-		return nil, fmt.Errorf("the plan in %s cannot be read; check it with 'factory validate %s'", p.PlanDir, p.PlanDir)
+		return nil, fmt.Errorf("the plan in %s cannot be read; check it with 'factory validate %s'", planPath, planPath)
 	}
 	st.Planned = true
 	passed := map[string]string{}

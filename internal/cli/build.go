@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,6 +33,8 @@ type buildOptions struct {
 	review, resetBudget   bool
 	verbose               bool
 	jobs                  int
+	repair                string // auto or off
+	maxRepairs            int
 	maxWaitSeconds        int
 	mapTokens             int
 	pollInterval, backoff time.Duration
@@ -55,8 +58,17 @@ it must be clean. The work happens on --branch (default factory/<plan hash>), cr
 from the current HEAD or checked out if it exists; main and master are refused. Each
 work order runs as 'factory run' would; on PASS the files it wrote are committed
 ("factory: WO-NN <title>" with Factory-Work-Order, Factory-Run-Id and Factory-Plan
-trailers) and what the commands left behind is removed. The build stops at the first
-FAIL with the repository back at the last commit.
+trailers) and what the commands left behind is removed.
+
+When a work order fails every attempt (FAIL, not an error or a budget stop), --repair
+auto (the default) asks the planner to repair the rest of the plan from the evidence
+(the failure briefs, the committed orders, the repository at the branch's tip): the
+failed order revised under a new id (WO-03r1), split, or given a prerequisite, orders
+not yet run adjusted, committed orders untouched; the repaired plan is validated like
+the first and the build goes on, at most --max-repairs times per build. Each repair is
+recorded in <out>/builds/<plan hash>/repairs/<N>/. With --repair off, or when repairs
+run out or the planner gives up, the build stops at the FAIL with the repository back
+at the last commit.
 
 -j N runs up to N work orders at once, each in a worktree of its own under the git
 directory, started from the commit holding the earlier orders it depends on (derived
@@ -100,6 +112,8 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "on a terminal, print every step instead of one live line per work order")
 	f.IntVarP(&o.jobs, "jobs", "j", 1, "work orders run at the same time, each in a worktree of its own (with --temporal: on any workers), integrated in plan order (see docs/build.md); 1 runs them one after the other")
+	f.StringVar(&o.repair, "repair", "auto", "when a work order fails every attempt: auto asks the planner to repair the rest of the plan and goes on, off stops the build (local builds; see docs/build.md)")
+	f.IntVar(&o.maxRepairs, "max-repairs", 2, "repairs of the plan per build, across resumes, with --repair auto")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	addPlannerFlags(f, o)
 	o.temporal.add(f)
@@ -140,6 +154,10 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	switch {
 	case o.jobs < 1:
 		return usagef("--jobs must be at least 1, got %d", o.jobs)
+	case o.repair != "auto" && o.repair != "off":
+		return usagef("--repair must be auto or off, got %q", o.repair)
+	case o.maxRepairs < 0:
+		return usagef("--max-repairs must not be negative, got %d", o.maxRepairs)
 	case o.jobs > 1 && (o.run.record != "" || o.run.replay != ""):
 		// A transcript holds the calls in the order they were made, and
 		// the work orders of a parallel build call in no fixed order.
@@ -181,6 +199,7 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	bo := o.builderOptions(tmpl, attempt, seModel, plannerModel, meter)
 	bo.SpecPath, bo.PlanDir, bo.Repo, bo.Out, bo.Branch = o.spec, o.plan, o.run.repo, o.run.out, o.branch
 	bo.ResetBudget, bo.Jobs = o.resetBudget, o.jobs
+	bo.Repair, bo.MaxRepairs = o.repair == "auto", o.maxRepairs
 	var view *liveView
 	if width, ok := o.liveTerminal(env); ok {
 		view = newLiveView(env.Stderr, width)
@@ -305,10 +324,15 @@ func printBuildSummary(env Env, asJSON bool, sum *builder.Summary) {
 		}
 		return
 	}
-	fmt.Fprintf(env.Stdout, "verdict: %s\nbranch: %s\nplan: %s (%s)\n", sum.Verdict, sum.Branch, sum.PlanDir, sum.PlanSource)
+	verdict := sum.Verdict
+	if n := appliedRepairs(sum.Repairs); n > 0 && sum.Verdict == builder.VerdictPass {
+		verdict += " (passed after " + plural(n, "repair") + ")"
+	}
+	fmt.Fprintf(env.Stdout, "verdict: %s\nbranch: %s\nplan: %s (%s)\n", verdict, sum.Branch, sum.PlanDir, sum.PlanSource)
 	for _, w := range sum.WorkOrders {
 		fmt.Fprintf(env.Stdout, "  %s\n", workOrderLine(w))
 	}
+	printRepairs(env, sum.Repairs)
 	if sum.BuildDir != "" {
 		fmt.Fprintf(env.Stdout, "build summary: %s/build_summary.json\n", sum.BuildDir)
 	}
@@ -331,4 +355,28 @@ func workOrderLine(w builder.WorkOrder) string {
 		fmt.Fprintf(&sb, "\n         failure brief: %s", w.BriefPath)
 	}
 	return sb.String()
+}
+
+// printRepairs lists what each repair of the plan did.
+func printRepairs(env Env, repairs []builder.RepairRecord) {
+	if len(repairs) == 0 {
+		return
+	}
+	fmt.Fprintf(env.Stdout, "repairs: %d\n", len(repairs))
+	for _, r := range repairs {
+		fmt.Fprintf(env.Stdout, "  %s\n", r.Describe())
+		if r.Outcome == builder.RepairApplied {
+			fmt.Fprintf(env.Stdout, "         diff: %s\n", filepath.Join(r.Dir, "diff.txt"))
+		}
+	}
+}
+
+func appliedRepairs(repairs []builder.RepairRecord) int {
+	n := 0
+	for _, r := range repairs {
+		if r.Outcome == builder.RepairApplied {
+			n++
+		}
+	}
+	return n
 }

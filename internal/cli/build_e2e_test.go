@@ -305,7 +305,7 @@ func TestBuildFailThenResume(t *testing.T) {
 	if before := runFactory(t, nil, "status", "--repo", f.repo); before.code != ExitUsage || !strings.Contains(before.stderr, "no factory build has run") {
 		t.Errorf("status before any build: exit %d\n%s", before.code, before.stderr)
 	}
-	res := f.build(t, srv.URL, "--json")
+	res := f.build(t, srv.URL, "--json", "--repair", "off")
 	if res.code != ExitFail {
 		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", res.code, ExitFail, res.stdout, res.stderr)
 	}

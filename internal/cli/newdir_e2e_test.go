@@ -97,7 +97,7 @@ func TestBuildSyntaxErrorTwiceStopsEarly(t *testing.T) {
 	f := newBuildFixture(t, buildPlan(""))
 	srv := llmtest.Start(t, replyWO01Syntax, replyWO01Syntax, replyWO01)
 	base := git(t, f.repo, "rev-parse", "HEAD")
-	res := f.build(t, srv.URL, "--json")
+	res := f.build(t, srv.URL, "--json", "--repair", "off")
 	if res.code != ExitFail {
 		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", res.code, ExitFail, res.stdout, res.stderr)
 	}

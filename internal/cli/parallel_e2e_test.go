@@ -169,7 +169,7 @@ func TestBuildParallelFailureThenResume(t *testing.T) {
 	replies["WO-03"] = []llmtest.Reply{bad}
 	routes := newRoutes(replies)
 	base := git(t, f.repo, "rev-parse", "HEAD")
-	res := f.build(t, llmtest.StartRouted(t, routes.route).URL, "-j", "3")
+	res := f.build(t, llmtest.StartRouted(t, routes.route).URL, "-j", "3", "--repair", "off")
 	if res.code != ExitFail || !strings.Contains(res.stdout, "WO-03 failed") && !strings.Contains(res.stdout, "WO-03  failed") {
 		t.Fatalf("exit %d, want %d naming WO-03\n%s%s", res.code, ExitFail, res.stdout, res.stderr)
 	}

@@ -63,7 +63,7 @@ func newServeFixture(t *testing.T) *serveFixture {
 		llmtest.Write{Path: "calc.py", BaseSHA256: sha(bCalcAdd), Content: bCalcMulX + "# " + xssScript + xssImg + "\n"},
 		llmtest.Write{Path: "tests/test_multiply.py", BaseSHA256: sha(""), Content: bTestMul})}
 	srv := llmtest.Start(t, replyWO01, hostile, hostile, hostile)
-	if res := f.build(t, srv.URL); res.code != ExitFail {
+	if res := f.build(t, srv.URL, "--repair", "off"); res.code != ExitFail {
 		t.Fatalf("the failing build: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	fx.failOut, fx.failHash = f.out, onlyBuild(t, f.out)

@@ -318,6 +318,16 @@ func (r *Repo) FilesAt(ctx context.Context, rev string) ([]string, error) {
 	return splitNUL(out), nil
 }
 
+// TreeOf is the tree id of commit rev: what a commit holds, whatever its
+// parents, author and dates.
+func (r *Repo) TreeOf(ctx context.Context, rev string) (string, error) {
+	out, err := r.query(ctx, "rev-parse", "--verify", "-q", rev+"^{tree}")
+	if err != nil {
+		return "", fmt.Errorf("tree of %s in %s: %w", rev, r.Root, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // Rebased returns a Baseline that restores the work tree to commit while
 // keeping what b keeps (its ignored files, empty directories and modes). It
 // leaves git metadata, refs and HEAD alone, so that after a commit the

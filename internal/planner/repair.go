@@ -126,7 +126,7 @@ func RenderRepair(req RepairRequest) string {
 	used := slices.Sorted(slices.Values(req.Used))
 	return strings.NewReplacer(
 		PlaceholderSpec, spec,
-		PlaceholderRepoFiles, describeFiles(req.RepoFiles)+mapSection(req.RepoMap),
+		PlaceholderRepoFiles, strings.Replace(describeFiles(req.RepoFiles), "(they exist before WO-01)", "(at the tip of the build branch, after the committed work orders)", 1)+mapSection(req.RepoMap),
 		PlaceholderVerificationStep, t.VerificationStep,
 		PlaceholderCommandExample, t.CommandExample,
 		PlaceholderScriptExample, t.ScriptExample,
