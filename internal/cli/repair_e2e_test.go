@@ -454,3 +454,51 @@ func TestBuildRepairParallel(t *testing.T) {
 	}
 	checkNoWorktree(t, f.repo)
 }
+
+// A repair call counts against the budget like every call: one that could
+// pass --max-tokens is not sent (exit 5), and the same command with room
+// for it resumes the repair without running the failed order again.
+func TestBuildRepairBudget(t *testing.T) {
+	f := newBuildFixture(t, typoPlan())
+	planner, _, url := repairServers(t, nil, replyWO01, replyWO02, replyWO02)
+	// The planner's output budget makes the repair call's estimate too large.
+	res := f.build(t, url, "--poll-interval", "10ms", "--max-tokens", "500000", "--max-output-tokens", "1000000", "--json")
+	if res.code != ExitBudget || len(planner.Requests()) != 0 {
+		t.Fatalf("exit %d, %d planner requests\n%s%s", res.code, len(planner.Requests()), res.stdout, res.stderr)
+	}
+	sum := buildSummary(t, res)
+	if sum.Verdict != builder.VerdictBudget || !strings.Contains(res.stderr, "repair 1 stopped") {
+		t.Errorf("summary %+v\n%s", sum, res.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(sum.BuildDir, "repairs", "1", "request.json")); err != nil {
+		t.Error(err)
+	}
+	planner, se, url := repairServers(t, []llmtest.ResponsesReply{repairReply(nil)}, replyWO02, replyWO03)
+	res = f.build(t, url, "--poll-interval", "10ms", "--max-tokens", "500000")
+	if res.code != ExitPass || planner.Remaining() != 0 || se.Remaining() != 0 || !strings.Contains(se.UserPrompt(0), "WO-02r1") {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	if !strings.Contains(res.stderr, "repair 1 was cut off; resuming it") || !strings.Contains(res.stderr, "earlier processes spent") {
+		t.Errorf("stderr:\n%s", res.stderr)
+	}
+}
+
+// A build that repaired its plan, recorded, replays in a fresh repository
+// to the same history: the repair prompt names no commit and no path.
+func TestBuildRepairReplays(t *testing.T) {
+	f := newBuildFixture(t, typoPlan())
+	_, _, url := repairServers(t, []llmtest.ResponsesReply{repairReply(nil)}, replyWO01, replyWO02, replyWO02, replyWO02, replyWO03)
+	transcript := filepath.Join(t.TempDir(), "transcript.jsonl")
+	if res := f.build(t, url, "--poll-interval", "10ms", "--record", transcript); res.code != ExitPass {
+		t.Fatalf("record: exit %d\n%s", res.code, res.stderr)
+	}
+	g := newBuildFixture(t, typoPlan())
+	res := g.build(t, "http://127.0.0.1:1/v1", "--replay", transcript)
+	if res.code != ExitPass {
+		t.Fatalf("replay: exit %d\n%s", res.code, res.stderr)
+	}
+	base := git(t, f.repo, "rev-parse", "main")
+	if got, want := historyOf(t, g.repo, base), historyOf(t, f.repo, base); !slices.Equal(got, want) {
+		t.Errorf("replayed history\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
