@@ -209,6 +209,9 @@ func TestBuildRepairPasses(t *testing.T) {
 	if !st.Complete || !slices.Equal(outcomes(st), []string{"WO-01:passed:", "WO-02r1:passed:", "WO-03:passed:"}) || len(st.Repairs) != 1 {
 		t.Errorf("status %+v", st)
 	}
+	if text := runFactory(t, nil, "status", "--repo", f.repo); !strings.Contains(text.stdout, "repair 1 (WO-02 failed at acceptance_failed): removed WO-02; added WO-02r1") {
+		t.Errorf("status does not list the repair:\n%s", text.stdout)
+	}
 
 	// Again: the repaired plan is read back, nothing is asked.
 	planner, se, url = repairServers(t, nil)

@@ -90,6 +90,7 @@ func printStatus(env Env, st *builder.Status) {
 		state = "complete"
 	}
 	fmt.Fprintf(env.Stdout, "%d/%d work orders passed (%s)\n", passed, len(st.WorkOrders), state)
+	printRepairs(env, st.Repairs)
 	printSpend(env, st.Spend)
 }
 
