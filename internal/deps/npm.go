@@ -20,9 +20,12 @@ import (
 
 // The npm step resolves package.json into package-lock.json (`npm install --package-lock-only`),
 // then installs exactly that lockfile into node_modules (`npm ci`), both with --ignore-scripts: no
-// lifecycle script runs, the project's own included. The lock-only run comes first every time: it
-// writes a lockfile where there is none, brings one that disagrees with package.json into line
-// (npm's own check is the only exact one), and is a no-op costing one npm start where they agree.
+// lifecycle script runs, the project's own included. The lock-only run comes first: it writes a
+// lockfile where there is none, brings one that disagrees with package.json into line (npm's own
+// check is the only exact one), and is a no-op costing one npm start (about as much CPU as the
+// install itself, from a warm cache) where they agree. It is left out only where package.json,
+// the lockfile and .npmrc are byte for byte what an earlier successful step left (a record in the
+// dependency cache): a reinstall after a rollback removed node_modules, or in a fresh clone.
 // Tarballs the lockfile names with an integrity come from the npm cache, which persists between
 // steps; packuments are revalidated as their Cache-Control says.
 //
@@ -412,6 +415,7 @@ func npmPrepare(e *stepEnv) ([]command, error) {
 		problems = append(problems, p...)
 		locks[name] = doc
 	}
+	npmLocked := len(locks) > 0
 	yarnLock, err := os.ReadFile(filepath.Join(e.Root, "yarn.lock"))
 	if err == nil {
 		e.Ignore("yarn.lock: the step installs with npm, not yarn: npm takes versions from it where there is no package-lock.json, leaves it as it was, and writes package-lock.json")
@@ -444,7 +448,7 @@ func npmPrepare(e *stepEnv) ([]command, error) {
 	// npm takes the URLs of a yarn.lock it reads (where there is no lockfile of its own) that are
 	// not on the public registry for remote tarballs: checked above, they must be allowed.
 	remote := "none"
-	if yarnLock != nil && len(locks) == 0 {
+	if yarnLock != nil && !npmLocked {
 		remote = "all"
 	}
 	flags := []string{
@@ -490,10 +494,11 @@ func npmPrepare(e *stepEnv) ([]command, error) {
 			return nil, fmt.Errorf("npm dependencies: %w", err)
 		}
 	}
-	return []command{
-		{Argv: append([]string{"npm", "install", "--package-lock-only"}, flags...)},
-		{Argv: append([]string{"npm", "ci"}, flags...)},
-	}, nil
+	ci := command{Argv: append([]string{"npm", "ci"}, flags...)}
+	if e.Resolved && npmLocked {
+		return []command{ci}, nil
+	}
+	return []command{{Argv: append([]string{"npm", "install", "--package-lock-only"}, flags...)}, ci}, nil
 }
 
 // npmFinish checks the lockfile npm wrote (every entry with an integrity: npm ci does not insist)

@@ -188,6 +188,92 @@ func TestNPMStepInstallsThenRunsOffline(t *testing.T) {
 	}
 }
 
+// npmLogs are the npm commands' logs of a step's directory, by name.
+func npmLogs(t *testing.T, dir string) []string {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "logs", "deps_npm_*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range logs {
+		logs[i] = filepath.Base(logs[i])
+	}
+	return logs
+}
+
+// TestNPMStepReinstallsResolvedLock reinstalls, after a rollback removed node_modules, with npm ci
+// alone (the lock-only run would only cost an npm start: the lockfile is the one the step wrote
+// from this package.json), from the cache with the registry gone; and runs the lock-only run
+// again once package.json changed, or in another dependency cache.
+func TestNPMStepReinstallsResolvedLock(t *testing.T) {
+	env := npmEnv(t)
+	reg, _ := npmRegistry(t)
+	root, cache := workTree(t, map[string]string{"package.json": `{"name": "app", "version": "1.0.0", "dependencies": {"a": "^1.0.0"}}`}), t.TempDir()
+	if _, dir, err := npmStep(t, root, reg.URL, cache, nil, env); err != nil {
+		t.Fatal(err)
+	} else if logs := npmLogs(t, dir); len(logs) != 2 {
+		t.Fatalf("first step ran %v: want the lock-only run and npm ci", logs)
+	}
+	lock, err := os.ReadFile(filepath.Join(root, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Close()
+
+	// What a rollback of an attempt that installed leaves: the lockfile, no node_modules.
+	if err := os.RemoveAll(filepath.Join(root, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	rep, dir, err := npmStep(t, root, reg.URL, cache, nil, env)
+	if err != nil {
+		t.Fatalf("reinstall with the registry gone: %v", err)
+	}
+	if out := npmOutcome(t, rep); out.Skipped || out.Packages != 2 || out.Requests != 0 || len(rep.Lockfiles) != 0 {
+		t.Errorf("reinstall %+v, lockfiles %v: want 2 packages installed, no request, no lockfile changed", out, rep.Lockfiles)
+	}
+	if logs := npmLogs(t, dir); !slices.Equal(logs, []string{"deps_npm_1.txt"}) {
+		t.Errorf("reinstall ran %v: want npm ci alone", logs)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "logs", "deps_npm_1.txt")); err != nil || !strings.Contains(string(b), "added 2 packages") {
+		t.Errorf("npm ci's log (%v):\n%s", err, b)
+	}
+	if got, err := os.ReadFile(filepath.Join(root, "package-lock.json")); err != nil || string(got) != string(lock) {
+		t.Errorf("package-lock.json changed (%v):\n%s", err, got)
+	}
+	cmd := exec.Command("node", "-e", "console.log(require('a'))")
+	cmd.Dir, cmd.Env = root, append(slices.Clone(env), rep.Env...)
+	if got, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != "a+b@1.1.0" {
+		t.Errorf("node after the reinstall: %v\n%s", err, got)
+	}
+
+	// Not what a step left: the lock is resolved again first. A new version in package.json, which
+	// npm ci alone would not write into the lockfile; and another dependency cache, which has no
+	// record (nor the tarballs: with the registry gone, npm ci then fails).
+	writeFiles(t, root, map[string]string{"package.json": `{"name": "app", "version": "1.0.1", "dependencies": {"a": "^1.0.0"}}`})
+	if err := os.RemoveAll(filepath.Join(root, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	rep, dir, err = npmStep(t, root, reg.URL, cache, nil, env)
+	if err != nil {
+		t.Fatalf("package.json changed: %v", err)
+	}
+	if logs := npmLogs(t, dir); len(logs) != 2 || !slices.Equal(rep.Lockfiles, []string{"package-lock.json"}) {
+		t.Errorf("package.json changed: step ran %v, changed %v: want the lock-only run, then npm ci, and package-lock.json changed", logs, rep.Lockfiles)
+	}
+	if got, err := os.ReadFile(filepath.Join(root, "package-lock.json")); err != nil || !strings.Contains(string(got), `"version": "1.0.1"`) {
+		t.Errorf("package-lock.json not brought into line with package.json (%v):\n%s", err, got)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	if _, dir, err = npmStep(t, root, reg.URL, t.TempDir(), nil, env); err == nil {
+		t.Error("another cache: a step without the registry nor the tarballs succeeded")
+	}
+	if logs := npmLogs(t, dir); len(logs) != 2 {
+		t.Errorf("another cache: step ran %v: want the lock-only run, then npm ci", logs)
+	}
+}
+
 // TestNPMStepTakesYarnLock installs the versions a yarn.lock names, through the gateway, and
 // leaves it (and pnpm-lock.yaml) as it was, reporting both as not used by their package manager.
 func TestNPMStepTakesYarnLock(t *testing.T) {

@@ -24,6 +24,11 @@ type stepEnv struct {
 	Gateway *Gateway // the registry, as the package manager must reach it
 	Cache   string   // this ecosystem's cache directory, writable during the step
 	Opts    Options
+	// Resolved reports that the inputs are, byte for byte (with the same registry and options),
+	// those a successful step of this ecosystem left: what the package manager would resolve from
+	// them is already in the lockfiles, and only the install is left to do (after a rollback
+	// removed the installed tree, or in a fresh clone).
+	Resolved bool
 	// HostEnv reads the user's environment (GOPRIVATE, GONOSUMDB, GOSUMDB, …).
 	HostEnv func(name string) string
 	log     *Log
@@ -207,7 +212,7 @@ func (s Spec) one(ctx context.Context, d *driver, inputs []string, cache string)
 	if err != nil {
 		return out, err
 	}
-	e := &stepEnv{Root: s.Root, Cache: cache, Opts: s.Opts, HostEnv: os.Getenv, log: log}
+	e := &stepEnv{Root: s.Root, Cache: cache, Opts: s.Opts, Resolved: fileExists(filepath.Join(cache, resolvedDir, key)), HostEnv: os.Getenv, log: log}
 	err = s.install(ctx, d, e, &out)
 	for _, undo := range slices.Backward(e.undo) {
 		if uerr := undo(); err == nil {
@@ -241,7 +246,10 @@ func (s Spec) one(ctx context.Context, d *driver, inputs []string, cache string)
 	if key, err = stampKey(s.Root, d.eco, s.Opts, after); err != nil {
 		return out, err
 	}
-	return out, stamp(s.Root, d, cache, key)
+	if err := stamp(s.Root, d, cache, key); err != nil {
+		return out, err
+	}
+	return out, resolved(d, cache, key)
 }
 
 // install opens the gateway and runs the driver's commands through it, each through a port of
@@ -375,6 +383,27 @@ func stamp(root string, d *driver, cache, key string) error {
 		return fmt.Errorf("dependency stamp: %w", err)
 	}
 	if err := os.WriteFile(path, []byte(key+"\n"), 0o644); err != nil {
+		return fmt.Errorf("dependency stamp: %w", err)
+	}
+	return nil
+}
+
+// resolvedDir is the directory of the dependency cache's ecosystem directory that names, one
+// empty file per key, the inputs successful steps left (stepEnv.Resolved). Unlike an installed
+// tree's stamp, such a record outlives the tree: a rollback does not make the lockfile it restores
+// any less resolved.
+const resolvedDir = "resolved"
+
+// resolved records that the inputs key describes are resolved, for drivers that install into the
+// work tree (for the others the cache's stamp says more: installed).
+func resolved(d *driver, cache, key string) error {
+	if d.installed == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(cache, resolvedDir), 0o755); err != nil {
+		return fmt.Errorf("dependency stamp: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, resolvedDir, key), nil, 0o644); err != nil {
 		return fmt.Errorf("dependency stamp: %w", err)
 	}
 	return nil
