@@ -43,12 +43,49 @@ func (ps parsers) close() {
 // Syntax errors are not failures: tree-sitter recovers, and what it
 // recovered is extracted (ERROR nodes are looked through).
 func extract(ctx context.Context, ps parsers, g *grammar, src []byte) ([]Def, error) {
-	tree, err := ps.get(g).ParseCtx(ctx, nil, src)
-	if err != nil {
-		return nil, fmt.Errorf("parse as %s: %w", g.name, err)
+	return extractWith(ctx, ps, g, src, extractMode{})
+}
+
+// extractMode turns off the fast paths, for the differential tests.
+type extractMode struct {
+	// everyHeader looks for comments in every signature's subtree, not
+	// only where the bytes say one may be.
+	everyHeader bool
+	// wholeGo parses Go files whole, not with their function bodies
+	// blanked (gobodies.go).
+	wholeGo bool
+}
+
+func extractWith(ctx context.Context, ps parsers, g *grammar, src []byte, mode extractMode) ([]Def, error) {
+	parse := func(b []byte) (*sitter.Tree, error) {
+		tree, err := ps.get(g).ParseCtx(ctx, nil, b)
+		if err != nil {
+			return nil, fmt.Errorf("parse as %s: %w", g.name, err)
+		}
+		return tree, nil
+	}
+	var tree *sitter.Tree
+	var err error
+	if g == goGrammar && !mode.wholeGo {
+		if blank, ok := blankGoBodies(src); ok {
+			if tree, err = parse(blank); err != nil {
+				return nil, err
+			}
+			if tree.RootNode().HasError() {
+				// Broken outside the bodies (or the scan was wrong): read
+				// the file whole, as tree-sitter recovers it.
+				tree.Close()
+				tree = nil
+			}
+		}
+	}
+	if tree == nil {
+		if tree, err = parse(src); err != nil {
+			return nil, err
+		}
 	}
 	defer tree.Close()
-	x := extractor{g: g, src: src}
+	x := extractor{g: g, src: src, everyHeader: mode.everyHeader}
 	x.walk(tree.RootNode(), "", 0)
 	return x.defs, nil
 }
@@ -61,6 +98,8 @@ type extractor struct {
 	// that says something ("export", "declare") holds it (hasFrom).
 	from    uint32
 	hasFrom bool
+	// everyHeader walks every header for comments (see extractWith).
+	everyHeader bool
 }
 
 func (x *extractor) walk(n *sitter.Node, parent string, depth int) {
@@ -199,16 +238,24 @@ func (x *extractor) signature(n, body *sitter.Node, whole bool) string {
 	// of the signature.
 	var b strings.Builder
 	from := start
-	for _, c := range headerComments(n, end, nil) {
-		if c[0] >= from {
-			b.Write(x.src[from:c[0]])
-			from = min(c[1], end)
+	// A comment node starts with its marker, so a header whose bytes hold
+	// none has none, and its subtree (a cgo call per node) is not walked.
+	if lo, hi := n.StartByte(), min(end+3, uint32(len(x.src))); x.everyHeader || lo < hi && mayHoldComment(x.src[lo:hi]) {
+		for _, c := range headerComments(n, end, nil) {
+			if c[0] >= from {
+				b.Write(x.src[from:c[0]])
+				from = min(c[1], end)
+			}
 		}
 	}
 	b.Write(x.src[from:end])
 	s := b.String()
 	s = strings.Join(strings.Fields(s), " ")
 	s = strings.TrimRight(s, " {=")
+	// Invalid bytes become U+FFFD before the cut, so that the cut bounds
+	// what is shown (extractVersion 3; before, three bytes could replace
+	// one after it).
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) > maxSigBytes {
 		cut := maxSigBytes
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -216,7 +263,32 @@ func (x *extractor) signature(n, body *sitter.Node, whole bool) string {
 		}
 		s = s[:cut] + "…"
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return s
+}
+
+// mayHoldComment reports that b holds the start of a comment in one of
+// the grammars: // or /* (Go, JavaScript, TypeScript, Rust, C, C++,
+// Java), # (Python), <!-- or --> (JavaScript's HTML comments).
+func mayHoldComment(b []byte) bool {
+	for i, c := range b {
+		switch c {
+		case '#':
+			return true
+		case '/':
+			if i+1 < len(b) && (b[i+1] == '/' || b[i+1] == '*') {
+				return true
+			}
+		case '<':
+			if bytes.HasPrefix(b[i:], []byte("<!--")) {
+				return true
+			}
+		case '-':
+			if bytes.HasPrefix(b[i:], []byte("-->")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // headerComments appends the byte ranges of the comments in n that start

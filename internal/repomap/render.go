@@ -16,7 +16,7 @@ const BytesPerToken = 3
 const DefaultTokens = 4096
 
 // EstimateTokens is the token estimate of s, as the budget meter makes it.
-func EstimateTokens(s string) int { return (len(s) + BytesPerToken - 1) / BytesPerToken }
+func EstimateTokens(s string) int { return estimateBytes(len(s)) }
 
 // View is a map cut for one task.
 type View struct {
@@ -37,38 +37,98 @@ func (m *Map) Render(focus Focus, tokens int) View {
 	if tokens <= 0 {
 		return v
 	}
-	omit := map[int]bool{}
+	var omit []bool
 	for i, f := range m.Files {
 		if slices.Contains(focus.Omit, f.Path) {
+			if omit == nil {
+				omit = make([]bool, len(m.Files))
+			}
 			omit[i] = true
 		}
 	}
-	var order []ranked
-	for _, r := range rank(m, focus) {
-		if !omit[r.file] {
-			order = append(order, r)
-		}
-	}
+	order := newHeap(rank(m, focus, omit))
 	v.Total = len(order)
-	// The largest prefix of the order that fits: rendering more
-	// definitions never makes the text shorter, so a binary search finds it.
-	lo, hi := 0, len(order)
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if text, _ := m.render(order[:mid], v.Total); EstimateTokens(text) <= tokens {
-			lo = mid
-		} else {
-			hi = mid - 1
+	// The largest prefix of the order that fits. Rendering more definitions
+	// never makes the text shorter, so it is the prefix before the first
+	// definition that makes it too long; the text's length is counted as
+	// the definitions are taken, as render will lay them out, and only the
+	// prefix kept is rendered.
+	ix := m.index()
+	picked := make([]bool, len(ix.defName))
+	seen := make([]bool, len(m.Files))
+	header := len(m.header(0, v.Total)) - 1 // without the digit of "0 of"
+	body, shown := 0, 0
+	var chosen []ranked
+	for {
+		r, ok := order.pop()
+		if !ok {
+			break
 		}
+		if !seen[r.file] {
+			seen[r.file] = true
+			body += len(m.Files[r.file].Path) + 2
+		}
+		defs, base := m.Files[r.file].Defs, int(ix.defStart[r.file])
+		take := func(j int) {
+			if !picked[base+j] {
+				picked[base+j] = true
+				body += lineBytes(defs[j])
+				shown++
+			}
+		}
+		take(r.def)
+		for depth, j := defs[r.def].Depth, r.def-1; depth > 0 && j >= 0; j-- {
+			if defs[j].Depth < depth {
+				take(j)
+				depth = defs[j].Depth
+			}
+		}
+		if estimateBytes(header+decimalLen(shown)+body) > tokens {
+			break
+		}
+		chosen = append(chosen, r)
 	}
-	if lo == 0 {
+	if len(chosen) == 0 {
 		return v
 	}
-	v.Text, v.Files = m.render(order[:lo], v.Total)
+	v.Text, v.Files = m.render(chosen, v.Total)
 	for _, f := range v.Files {
 		v.Shown += len(f.Defs)
 	}
 	return v
+}
+
+// estimateBytes is EstimateTokens of a text of n bytes.
+func estimateBytes(n int) int { return (n + BytesPerToken - 1) / BytesPerToken }
+
+// lineBytes is the length of d's line in the map.
+func lineBytes(d Def) int {
+	return max(5, decimalLen(d.Line)) + 2 + 2*d.Depth + len(d.Sig) + 1
+}
+
+// decimalLen is len(strconv.Itoa(n)).
+func decimalLen(n int) int {
+	l := 1
+	if n < 0 {
+		l++
+		n = -n
+	}
+	for n >= 10 {
+		n /= 10
+		l++
+	}
+	return l
+}
+
+// header is the map's first line, with its newline.
+func (m *Map) header(shown, total int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Repository map: %d of the %d definitions in %d source files (line: signature; most relevant files first)", shown, total, len(m.Files))
+	if s := m.Skipped; s.Total() > 0 {
+		fmt.Fprintf(&b, "; skipped %d files (%d generated, %d vendored, %d huge, %d binary)", s.Total(), s.Generated, s.Vendored, s.Huge, s.Binary)
+	}
+	b.WriteString(".\n")
+	return b.String()
 }
 
 // render lays out the chosen definitions file by file, files in the order
@@ -109,12 +169,5 @@ func (m *Map) render(chosen []ranked, total int) (string, []File) {
 		shown += len(kept.Defs)
 		out = append(out, kept)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Repository map: %d of the %d definitions in %d source files (line: signature; most relevant files first)", shown, total, len(m.Files))
-	if s := m.Skipped; s.Total() > 0 {
-		fmt.Fprintf(&b, "; skipped %d files (%d generated, %d vendored, %d huge, %d binary)", s.Total(), s.Generated, s.Vendored, s.Huge, s.Binary)
-	}
-	b.WriteString(".\n")
-	b.WriteString(body.String())
-	return b.String(), out
+	return m.header(shown, total) + body.String(), out
 }

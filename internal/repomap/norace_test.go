@@ -1,0 +1,5 @@
+//go:build !race
+
+package repomap
+
+const raceOn = false
