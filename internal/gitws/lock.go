@@ -82,11 +82,7 @@ func (r *Repo) Lock() (*Lock, error) {
 				if pid > 0 && !processAlive(pid) && deadWaits < maxDeadWaits {
 					deadWaits++
 					f.Close()
-					if r.sleep != nil {
-						r.sleep(deadWait)
-					} else {
-						time.Sleep(deadWait)
-					}
+					time.Sleep(deadWait)
 					continue
 				}
 				return nil, &LockedError{Path: p, PID: pid}
