@@ -14,8 +14,8 @@ import (
 
 // TestRunDuplicateWritesAreRefused proposes the same path more than once in
 // one proposal (README "What happens in a run", step 3: all checks run before
-// the first byte is written). The attempt fails with write_scope_violation
-// naming the duplicate, and nothing at all is written — not even the first,
+// the first byte is written). The reply is not a valid proposal
+// (llm_output_invalid, issue 37) and the brief names every repeat, and nothing at all is written — not even the first,
 // otherwise valid, write of the duplicated path or an unrelated valid write.
 func TestRunDuplicateWritesAreRefused(t *testing.T) {
 	calc := func(content string) llmtest.Write {
@@ -32,22 +32,22 @@ func TestRunDuplicateWritesAreRefused(t *testing.T) {
 		{
 			name:    "existing file twice, identical writes",
 			writes:  []llmtest.Write{calc(calcV2), calc(calcV2)},
-			excerpt: "writes[1]: calc.py is written more than once",
+			excerpt: "writes[1]: calc.py is already named by writes[0]",
 		},
 		{
 			name:    "existing file twice, different content, after a valid write",
 			writes:  []llmtest.Write{newTest("def test_x():\n    pass\n"), calc(calcV2), calc(calcBad)},
-			excerpt: "writes[2]: calc.py is written more than once",
+			excerpt: "writes[2]: calc.py is already named by writes[1]",
 		},
 		{
 			name:    "new file twice around a valid write",
 			writes:  []llmtest.Write{newTest("a = 1\n"), calc(calcV2), newTest("a = 2\n")},
-			excerpt: "writes[2]: test_calc.py is written more than once",
+			excerpt: "writes[2]: test_calc.py is already named by writes[0]",
 		},
 		{
 			name:    "three times: every repeat is reported",
 			writes:  []llmtest.Write{calc(calcV2), calc(calcV2), calc(calcV2)},
-			excerpt: "writes[1]: calc.py is written more than once\nwrites[2]: calc.py is written more than once",
+			excerpt: "writes[1]: calc.py is already named by writes[0]\nwrites[2]: calc.py is already named by writes[0]",
 		},
 	}
 	for _, tt := range tests {
@@ -63,14 +63,14 @@ func TestRunDuplicateWritesAreRefused(t *testing.T) {
 				t.Fatalf("attempts = %d (%d records), want 1", s.TotalAttempts, len(s.Attempts))
 			}
 			brief := s.Attempts[0].FailureBrief
-			if brief == nil || brief.Stage != factory.StageWriteScopeViolation {
-				t.Fatalf("brief = %+v, want stage %s", brief, factory.StageWriteScopeViolation)
+			if brief == nil || brief.Stage != factory.StageLLMOutputInvalid {
+				t.Fatalf("brief = %+v, want stage %s", brief, factory.StageLLMOutputInvalid)
 			}
 			if !strings.Contains(brief.PrimaryErrorExcerpt, tt.excerpt) {
 				t.Errorf("excerpt %q lacks %q", brief.PrimaryErrorExcerpt, tt.excerpt)
 			}
-			if n := strings.Count(brief.PrimaryErrorExcerpt, "more than once"); n != strings.Count(tt.excerpt, "more than once") {
-				t.Errorf("excerpt reports %d duplicates, want %d: %q", n, strings.Count(tt.excerpt, "more than once"), brief.PrimaryErrorExcerpt)
+			if n := strings.Count(brief.PrimaryErrorExcerpt, "is already named by"); n != strings.Count(tt.excerpt, "is already named by") {
+				t.Errorf("excerpt reports %d duplicates, want %d: %q", n, strings.Count(tt.excerpt, "is already named by"), brief.PrimaryErrorExcerpt)
 			}
 			if got := s.Attempts[0].TouchedFiles; len(got) != 0 {
 				t.Errorf("touched_files = %v, want none: refused paths are never touched", got)

@@ -385,16 +385,22 @@ func ParseProposal(reply string) (*WriteProposal, error) {
 		return nil, fmt.Errorf("the proposal's contents, olds and news are %d bytes in total; the per-proposal limit is %d", total, MaxProposalBytes)
 	}
 	// A path named twice is ambiguous whatever the scope: which change wins?
+	// Every repeat is reported, so one retry can mend them all.
 	seen := map[string]string{}
+	var dups []string
 	for i, path := range p.Paths() {
 		key := path
 		if clean, err := NormalizePath(path); err == nil {
 			key = clean
 		}
 		if first, ok := seen[key]; ok {
-			return nil, fmt.Errorf("%s: %s is already named by %s; name each path once in the whole proposal (several edits of one file go in one replace list)", p.At(i), path, first)
+			dups = append(dups, fmt.Sprintf("%s: %s is already named by %s", p.At(i), path, first))
+			continue
 		}
 		seen[key] = p.At(i)
+	}
+	if len(dups) > 0 {
+		return nil, fmt.Errorf("%s; name each path once in the whole proposal (several edits of one file go in one replace list)", strings.Join(dups, "\n"))
 	}
 	return &p, nil
 }
