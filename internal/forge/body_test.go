@@ -1,0 +1,129 @@
+package forge
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func sampleBody() Body {
+	cost := 0.0123
+	return Body{
+		Build: "0123456789abcdef", Refs: "Fixes #7", Source: "issue #7",
+		Spec: "Add a --verbose flag.\n```go\nx := 1\n```\n",
+		Orders: []Order{
+			{ID: "WO-01", Title: "Add the flag | parse it", Status: "passed", Commit: "0123456789abcdef0123",
+				Evidence: []Evidence{{Kind: "verify", Command: "go test ./...", ExitCode: 0}, {Kind: "acceptance", Command: "sh -c `x`", ExitCode: 0}}},
+			{ID: "WO-02", Title: "Docs", Status: "failed", Stage: "acceptance_failed"},
+		},
+		Tokens: 1234, CostUSD: &cost, Failed: "WO-02 failed at acceptance_failed",
+		Rerun: "factory issue --repo . --issue 7",
+		Ledger: Ledger{Handled: []int64{5, 3, 5}, Failure: "WO-02/acceptance_failed"},
+	}
+}
+
+func TestRenderAndMerge(t *testing.T) {
+	block := Render(sampleBody())
+	for _, want := range []string{"Fixes #7", "| WO-01 | Add the flag \\| parse it | passed | 0123456789ab |",
+		"| WO-02 | Docs | failed (acceptance_failed) |", "verify ` go test ./... `", "acceptance `` sh -c `x` ``",
+		"1234 tokens, $0.0123", "````text\nAdd a --verbose flag.", "**Not finished:**"} {
+		if !strings.Contains(block, want) {
+			t.Errorf("block lacks %q:\n%s", want, block)
+		}
+	}
+	tests := []struct {
+		name, body, want string
+	}{
+		{"empty", "", block},
+		{"user text only", "My notes.", block + "\n\nMy notes."},
+		{"replaced in place", "Intro\n" + BeginMarker + "\nold\n" + EndMarker + "\nOutro", "Intro\n" + block + "\nOutro"},
+		{"begin without end", "x " + BeginMarker + " y", block + "\n\nx " + BeginMarker + " y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Merge(tt.body, block)
+			if got != tt.want {
+				t.Fatalf("Merge =\n%q\nwant\n%q", got, tt.want)
+			}
+			if again := Merge(got, block); again != got {
+				t.Errorf("Merge is not idempotent:\n%q\n%q", got, again)
+			}
+			st, ok := ReadLedger(got)
+			if !ok || !slices.Equal(st.Handled, []int64{3, 5}) || st.Failure != "WO-02/acceptance_failed" {
+				t.Errorf("ReadLedger = %+v, %v", st, ok)
+			}
+		})
+	}
+}
+
+// TestRenderIsInert: nothing copied into the block can end it early.
+func TestRenderIsInert(t *testing.T) {
+	b := sampleBody()
+	evil := EndMarker + " <!-- x --> " + BeginMarker
+	b.Orders[0].Title, b.Source, b.Spec, b.Orders[0].Evidence[0].Command, b.Failed = evil, evil, evil, evil, evil
+	body := Merge("user", Render(b))
+	if n := strings.Count(body, EndMarker); n != 1 {
+		t.Fatalf("%d end markers in\n%s", n, body)
+	}
+	if n := strings.Count(body, BeginMarker); n != 1 {
+		t.Fatalf("%d begin markers in\n%s", n, body)
+	}
+	if st, ok := ReadLedger(body); !ok || st.Failure != b.Ledger.Failure {
+		t.Fatalf("ReadLedger = %+v, %v", st, ok)
+	}
+}
+
+func TestReadLedger(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		want   Ledger
+		wantOK bool
+	}{
+		{"no block", "hello", Ledger{}, true},
+		{"no state", BeginMarker + "x" + EndMarker, Ledger{}, false},
+		{"bad json", BeginMarker + statePrefix + "{x -->" + EndMarker, Ledger{}, false},
+		{"unknown field", BeginMarker + statePrefix + `{"handled":[1],"x":2} -->` + EndMarker, Ledger{}, false},
+		{"trailing data", BeginMarker + statePrefix + `{"handled":[1]} {} -->` + EndMarker, Ledger{}, false},
+		{"good", BeginMarker + statePrefix + `{"handled":[1,2]} -->` + EndMarker, Ledger{Handled: []int64{1, 2}}, true},
+		{"state outside the block ignored", statePrefix + `{"handled":[9]} -->` + BeginMarker + statePrefix + `{"handled":[1]} -->` + EndMarker, Ledger{Handled: []int64{1}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ReadLedger(tt.body)
+			if ok != tt.wantOK || !slices.Equal(got.Handled, tt.want.Handled) || got.Failure != tt.want.Failure {
+				t.Errorf("ReadLedger = %+v, %v; want %+v, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+// FuzzMergeBody: whatever the user's body and whatever text factory
+// copies in, merging keeps the user's text outside the block, is
+// idempotent, and reads back the state it wrote.
+func FuzzMergeBody(f *testing.F) {
+	f.Add("", "title", "go test", int64(1))
+	f.Add("x "+BeginMarker+" y "+EndMarker+" z", EndMarker, "`a`", int64(-3))
+	f.Add(EndMarker+BeginMarker, "<!--", "-->", int64(0))
+	f.Fuzz(func(t *testing.T, user, title, command string, id int64) {
+		b := Body{Build: "b", Orders: []Order{{ID: "WO-01", Title: title, Status: "passed",
+			Evidence: []Evidence{{Kind: "verify", Command: command}}}}, Spec: title, Source: command,
+			Ledger: Ledger{Handled: []int64{id}, Failure: "WO-01/x"}}
+		block := Render(b)
+		got := Merge(user, block)
+		if again := Merge(got, block); again != got {
+			t.Fatalf("not idempotent")
+		}
+		st, ok := ReadLedger(got)
+		if !ok || !slices.Equal(st.Handled, []int64{id}) || st.Failure != "WO-01/x" {
+			t.Fatalf("ReadLedger = %+v, %v", st, ok)
+		}
+		if start, end, found := blockSpan(user); found {
+			if !strings.HasPrefix(got, user[:start]) || !strings.HasSuffix(got, user[end:]) {
+				t.Fatalf("the user's text around the block changed")
+			}
+		} else if strings.TrimSpace(user) != "" && !strings.HasSuffix(got, user) {
+			t.Fatalf("the user's text was not kept")
+		}
+	})
+}
