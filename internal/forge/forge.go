@@ -7,6 +7,10 @@
 // Authorization header of factory's own HTTP requests and, for a push, in
 // the environment of that one git process (PushEnv), never in a URL, an
 // argv, a file or a command's environment.
+//
+// The clients are plain net/http, not go-github, the Gitea SDK or GitLab's
+// client-go: about eight endpoints per forge, strict bounded decoding of
+// untrusted replies, and one token-handling path (http.go) that we control.
 package forge
 
 import (
@@ -134,9 +138,12 @@ type Client interface {
 	FindPR(ctx context.Context, head string) (*PR, error)
 	CreatePR(ctx context.Context, p NewPR) (*PR, error)
 	UpdatePR(ctx context.Context, number int, u PRUpdate) (*PR, error)
-	// Comment adds a comment to the pull request's (or issue's)
-	// conversation.
-	Comment(ctx context.Context, number int, body string) (*Comment, error)
+	// Comment adds a comment to the conversation of pull request number
+	// (pr) or issue number (GitLab numbers merge requests and issues
+	// apart).
+	Comment(ctx context.Context, number int, pr bool, body string) (*Comment, error)
+	// Issue reads an issue; a pull request's number gives an error that
+	// wraps ErrNotIssue.
 	Issue(ctx context.Context, number int) (*Issue, error)
 	// Comments lists an issue's or a pull request's comments, oldest
 	// first; for a pull request, review comments on the diff too.
@@ -176,13 +183,19 @@ func (e *Error) Hint() string {
 		return "the token lacks a permission this needs (repository contents and pull requests: write), or the forge refused it"
 	case e.Status == 404:
 		return "the repository or item does not exist, or the token cannot see it; check --forge-repo and the token's access"
-	case e.Status == 422:
+	case e.Status == 409 || e.Status == 422:
 		return "the forge rejected the request's content (a pull request for this branch may already exist, or the branch is not pushed)"
+	case e.Status == 429:
+		return "rate limited; rerun in a few minutes"
 	}
 	return "the forge failed; retry later"
 }
 
 // ErrNotFound is wrapped by an *Error with status 404 (errors.Is).
 var ErrNotFound = errors.New("not found")
+
+// ErrNotIssue is wrapped by Client.Issue's error when the number is a pull
+// request's.
+var ErrNotIssue = errors.New("a pull request, not an issue")
 
 func (e *Error) Is(target error) bool { return target == ErrNotFound && e.Status == 404 }
