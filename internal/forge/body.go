@@ -33,7 +33,7 @@ type Body struct {
 	// Failed describes the order that stopped the build, if one did.
 	Failed string
 	// Rerun is the command that reproduces or resumes the build.
-	Rerun string
+	Rerun  string
 	Ledger Ledger
 }
 
@@ -61,6 +61,10 @@ type Ledger struct {
 	Failure string `json:"failure,omitempty"`
 	// Replied are the follow-up builds already answered.
 	Replied []string `json:"replied,omitempty"`
+	// Issue and Refs are the issue the pull request resolves and how it
+	// says so (Fixes or Refs), kept for the builds that follow.
+	Issue int    `json:"issue,omitempty"`
+	Refs  string `json:"refs,omitempty"`
 }
 
 // maxStateBytes bounds the state a body may carry: a body is written by

@@ -29,13 +29,79 @@ var remoteEnvKeep = []string{
 }
 
 func (r *Repo) remote(ctx context.Context, args ...string) ([]byte, error) {
+	return r.remoteAuth(ctx, nil, args...)
+}
+
+// remoteAuth runs a fetch or push with auth added to its environment.
+func (r *Repo) remoteAuth(ctx context.Context, auth Auth, args ...string) ([]byte, error) {
 	var extra []string
 	for _, name := range remoteEnvKeep {
 		if v, ok := os.LookupEnv(name); ok {
 			extra = append(extra, name+"="+v)
 		}
 	}
-	return runGit(ctx, r.Root, gitEnv(false, extra...), r.pinned(), append(append([]string{}, remoteSettings...), args...)...)
+	return runGit(ctx, r.Root, gitEnv(false, append(extra, auth...)...), r.pinned(), append(append([]string{}, remoteSettings...), args...)...)
+}
+
+// Auth is environment for the one git process that talks to a remote:
+// configuration through GIT_CONFIG_COUNT/_KEY_n/_VALUE_n (a forge's
+// Authorization header, say), so a secret is never on a command line,
+// which other users' ps shows, nor in .git/config.
+type Auth []string
+
+// ConfigAuth gives git the settings key=value (in order) through the
+// environment.
+func ConfigAuth(kv ...[2]string) Auth {
+	a := Auth{fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(kv))}
+	for i, p := range kv {
+		a = append(a, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, p[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, p[1]))
+	}
+	return a
+}
+
+// RemoteURL returns the URL of the remote called name.
+func (r *Repo) RemoteURL(ctx context.Context, name string) (string, error) {
+	if name == "" || strings.HasPrefix(name, "-") {
+		return "", fmt.Errorf("%q is not a remote's name", name)
+	}
+	out, err := r.query(ctx, "remote", "get-url", "--", name)
+	if err != nil {
+		return "", fmt.Errorf("the repository %s has no remote %q (git remote -v lists them): %w", r.Root, name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// RemoteTip returns the commit url's branch is at, and false when the
+// remote has no such branch; it asks the remote (git ls-remote).
+func (r *Repo) RemoteTip(ctx context.Context, url, branch string, auth Auth) (string, bool, error) {
+	ref := "refs/heads/" + branch
+	out, err := r.remoteAuth(ctx, auth, "ls-remote", "--", url, ref)
+	if err != nil {
+		return "", false, fmt.Errorf("ask %s for %s: %w", url, branch, err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if hash, name, ok := strings.Cut(line, "\t"); ok && name == ref {
+			return hash, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of (or is) commit
+// b; false as well when a is not in this repository.
+func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
+	if _, ok, err := r.LookupCommit(ctx, a); err != nil || !ok {
+		return false, err
+	}
+	_, err := r.query(ctx, "merge-base", "--is-ancestor", a, b)
+	var re *proc.RunError
+	if errors.As(err, &re) && re.ExitCode == 1 {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("is %s an ancestor of %s in %s: %w", ShortHash(a), ShortHash(b), r.Root, err)
+	}
+	return true, nil
 }
 
 // RemoteRef is where Fetch keeps a remote branch: refs/remotes/origin/<branch>
@@ -120,8 +186,13 @@ var ErrPushRejected = errors.New("the remote branch moved")
 // a writer that started from an older state can never overwrite newer
 // work; a refusal wraps ErrPushRejected.
 func (r *Repo) PushLease(ctx context.Context, url, branch, commit, expected string) error {
+	return r.PushLeaseAuth(ctx, url, branch, commit, expected, nil)
+}
+
+// PushLeaseAuth is PushLease with auth in git's environment.
+func (r *Repo) PushLeaseAuth(ctx context.Context, url, branch, commit, expected string, auth Auth) error {
 	ref := "refs/heads/" + branch
-	_, err := r.remote(ctx, "push", "-q", "--force-with-lease="+ref+":"+expected, "--", url, commit+":"+ref)
+	_, err := r.remoteAuth(ctx, auth, "push", "-q", "--force-with-lease="+ref+":"+expected, "--", url, commit+":"+ref)
 	if err != nil {
 		var re *proc.RunError
 		if errors.As(err, &re) && (strings.Contains(re.Stderr, "stale info") || strings.Contains(re.Stderr, "rejected") ||

@@ -31,6 +31,9 @@ type EnvPolicy struct {
 	Mode string
 	// Pass names variables passed whatever the mode (--pass-env), compared exactly.
 	Pass []string
+	// Withhold are values no variable may carry, whatever its name, Pass
+	// included: the secrets factory itself holds (a forge's token).
+	Withhold []string
 }
 
 // coreNames are the variables EnvCore passes, none of which should hold a secret.
@@ -77,7 +80,7 @@ func (p EnvPolicy) Environ(environ []string) (env []string, passed []string) {
 	vars := map[string]string{}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if ok && name != "" && (slices.Contains(p.Pass, name) || p.admits(name)) {
+		if ok && name != "" && (slices.Contains(p.Pass, name) || p.admits(name)) && !p.withholds(value) {
 			vars[name] = value
 		}
 	}
@@ -96,6 +99,11 @@ func (p EnvPolicy) Environ(environ []string) (env []string, passed []string) {
 		env = append(env, name+"="+vars[name])
 	}
 	return env, passed
+}
+
+// withholds reports whether value holds one of the withheld secrets.
+func (p EnvPolicy) withholds(value string) bool {
+	return slices.ContainsFunc(p.Withhold, func(secret string) bool { return secret != "" && strings.Contains(value, secret) })
 }
 
 // admits applies the mode to a name not named in Pass.

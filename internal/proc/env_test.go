@@ -147,6 +147,11 @@ func TestEnvPolicyEnviron(t *testing.T) {
 			[]string{"A=x=y", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"A"}},
 		{"refusals look at the name only", EnvPolicy{Mode: EnvAll}, []string{"NOTE=my_TOKEN"},
 			[]string{"NOTE=my_TOKEN", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"NOTE"}},
+		{"a withheld value under any name, passed or not", EnvPolicy{Mode: EnvAll, Pass: []string{"GH_TOKEN", "X"}, Withhold: []string{"ghp_secret"}},
+			[]string{"GH_TOKEN=ghp_secret", "X=ghp_secret", "NOTE=prefix-ghp_secret-suffix", "KEEP=1"},
+			[]string{"KEEP=1", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"KEEP"}},
+		{"an empty withheld value withholds nothing", EnvPolicy{Mode: EnvAll, Withhold: []string{""}}, []string{"A=1"},
+			[]string{"A=1", "PYTEST_ADDOPTS=-p no:cacheprovider", "PYTHONDONTWRITEBYTECODE=1"}, []string{"A"}},
 		{"nil environ", EnvPolicy{}, nil, forcedSorted(forced), []string{}},
 		{"unknown mode is core", EnvPolicy{Mode: "everything"}, []string{"FOO=1"}, forcedSorted(forced), []string{}},
 	}
