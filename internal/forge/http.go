@@ -230,9 +230,11 @@ func (a *api) send(ctx context.Context, method, rawURL string, in any) (*respons
 		return nil, fmt.Errorf("%s %s %s: the answer is larger than %d MiB; refusing it", a.target.Kind, method, path, maxBody>>20)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg := message(b, a.target.Token)
+		msg = strings.TrimPrefix(msg, strconv.Itoa(resp.StatusCode)+" ") // GitLab's "404 Project Not Found"
 		return nil, &Error{
 			Kind: a.target.Kind, Method: method, Path: path, Status: resp.StatusCode,
-			Message: message(b, a.target.Token),
+			Message: msg,
 			Reset:   rateReset(a.target.Kind, resp.StatusCode, resp.Header, a.now()),
 		}
 	}
