@@ -443,8 +443,8 @@ func (g *GitLab) mrJSON(r *http.Request, p *gitlabProject, m *GitLabMR) map[stri
 		"milestone": nil, "merge_when_pipeline_succeeds": false, "merge_status": "can_be_merged", "detailed_merge_status": "mergeable",
 		"sha": m.SHA, "merge_commit_sha": nil, "squash_commit_sha": nil, "discussion_locked": nil, "should_remove_source_branch": nil,
 		"force_remove_source_branch": false, "squash": false,
-		"references": map[string]string{"short": "!" + strconv.Itoa(m.IID), "relative": "!" + strconv.Itoa(m.IID), "full": p.path + "!" + strconv.Itoa(m.IID)},
-		"web_url": "http://" + r.Host + "/" + p.path + "/-/merge_requests/" + strconv.Itoa(m.IID),
+		"references":    map[string]string{"short": "!" + strconv.Itoa(m.IID), "relative": "!" + strconv.Itoa(m.IID), "full": p.path + "!" + strconv.Itoa(m.IID)},
+		"web_url":       "http://" + r.Host + "/" + p.path + "/-/merge_requests/" + strconv.Itoa(m.IID),
 		"has_conflicts": false, "blocking_discussions_resolved": true,
 	}
 }
@@ -455,7 +455,7 @@ func (g *GitLab) issueJSON(r *http.Request, p *gitlabProject, i *gitlabIssue) ma
 		"created_at": scriptTime(i.created), "updated_at": scriptTime(i.created), "closed_at": nil, "closed_by": nil,
 		"labels": []any{}, "milestone": nil, "assignees": []any{}, "author": g.userJSON(r, i.author), "type": "ISSUE",
 		"user_notes_count": 0, "confidential": false, "discussion_locked": nil, "issue_type": "issue",
-		"web_url": "http://" + r.Host + "/" + p.path + "/-/issues/" + strconv.Itoa(i.iid),
+		"web_url":    "http://" + r.Host + "/" + p.path + "/-/issues/" + strconv.Itoa(i.iid),
 		"references": map[string]string{"short": "#" + strconv.Itoa(i.iid), "relative": "#" + strconv.Itoa(i.iid), "full": p.path + "#" + strconv.Itoa(i.iid)},
 	}
 }
