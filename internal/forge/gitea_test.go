@@ -46,8 +46,8 @@ func (f *giteaFake) pull(n int, title, head string, headRepo int64) map[string]a
 	_, wip := cutPrefix(title, giteaWIP)
 	return map[string]any{"id": 100 + n, "number": n, "html_url": f.URL + "/o/r/pulls/" + strconv.Itoa(n), "state": "open", "merged": false,
 		"merged_at": nil, "draft": wip, "title": title, "body": "", "user": giteaUserJSON(1, "o"), "is_locked": false,
-		"head": map[string]any{"label": head, "ref": head, "sha": fmt.Sprintf("%040d", n), "repo_id": headRepo, "repo": map[string]any{"id": headRepo, "full_name": "o/r"}},
-		"base": map[string]any{"label": "main", "ref": "main", "sha": fmt.Sprintf("%040d", 0), "repo_id": 1, "repo": map[string]any{"id": 1, "full_name": "o/r"}},
+		"head":       map[string]any{"label": head, "ref": head, "sha": fmt.Sprintf("%040d", n), "repo_id": headRepo, "repo": map[string]any{"id": headRepo, "full_name": "o/r"}},
+		"base":       map[string]any{"label": "main", "ref": "main", "sha": fmt.Sprintf("%040d", 0), "repo_id": 1, "repo": map[string]any{"id": 1, "full_name": "o/r"}},
 		"created_at": time.Date(2026, 1, 1, 0, n, 0, 0, time.UTC)}
 }
 
