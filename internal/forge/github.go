@@ -180,12 +180,17 @@ func (c *githubClient) FindPR(ctx context.Context, head string) (*PR, error) {
 }
 
 // newestGitHub is the pull request with the highest number whose head is
-// branch head of repo (the head filter is the forge's; checked again).
+// branch head of repo, not of a fork (the head filter is the forge's;
+// checked again; a renamed repository's pull requests name its new name
+// on both sides).
 func newestGitHub(pulls []githubPull, repo, head string) (*PR, error) {
 	var best *PR
 	for i := range pulls {
 		p := &pulls[i]
-		if p.Head.Ref != head || p.Head.Repo == nil || !strings.EqualFold(p.Head.Repo.FullName, repo) {
+		if p.Head.Ref != head || p.Head.Repo == nil {
+			continue
+		}
+		if name := p.Head.Repo.FullName; !strings.EqualFold(name, repo) && (p.Base.Repo == nil || !strings.EqualFold(name, p.Base.Repo.FullName)) {
 			continue
 		}
 		pr, err := p.pr()

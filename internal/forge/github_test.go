@@ -307,3 +307,25 @@ func TestGitHubGraphQLURL(t *testing.T) {
 		}
 	}
 }
+
+func TestNewestGitHub(t *testing.T) {
+	var pulls []githubPull
+	if err := decodeJSON([]byte(`[
+		{"number": 9, "state": "open", "head": {"ref": "b", "repo": {"full_name": "fork/hello"}}, "base": {"ref": "main", "repo": {"full_name": "octo/hello"}}},
+		{"number": 4, "state": "closed", "head": {"ref": "b", "repo": {"full_name": "octo/hello"}}, "base": {"ref": "main", "repo": {"full_name": "octo/hello"}}},
+		{"number": 6, "state": "open", "head": {"ref": "b", "repo": {"full_name": "octo/renamed"}}, "base": {"ref": "main", "repo": {"full_name": "octo/renamed"}}},
+		{"number": 8, "state": "open", "head": {"ref": "b", "repo": null}, "base": {"ref": "main", "repo": {"full_name": "octo/hello"}}},
+		{"number": 7, "state": "open", "head": {"ref": "c", "repo": {"full_name": "octo/hello"}}, "base": {"ref": "main"}}
+	]`), &pulls); err != nil {
+		t.Fatal(err)
+	}
+	if pr, err := newestGitHub(pulls, "octo/hello", "b"); err != nil || pr == nil || pr.Number != 6 {
+		t.Errorf("newestGitHub = %+v, %v; want #6 (not a fork's, not a deleted fork's)", pr, err)
+	}
+	if pr, err := newestGitHub(pulls[:2], "octo/hello", "b"); err != nil || pr == nil || pr.Number != 4 || pr.State != Closed {
+		t.Errorf("newestGitHub = %+v, %v; want #4", pr, err)
+	}
+	if _, err := newestGitHub([]githubPull{{Number: 1, State: "weird", Head: pulls[1].Head}}, "octo/hello", "b"); err == nil {
+		t.Error("an unknown state: no error")
+	}
+}
