@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,12 @@ type buildOptions struct {
 	mapTokens             int
 	pollInterval, backoff time.Duration
 	temporal              buildTemporalFlags // --temporal: on workers (temporal.go)
+	// --pr: publish the build as a pull request afterwards (pr.go).
+	pr    bool
+	forge forgeFlags
+	// pub and conn are what factory issue adds to the publication.
+	pub  publication
+	conn *forgeConn
 }
 
 func newBuildCmd(env Env) *cobra.Command {
@@ -104,9 +111,18 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f := cmd.Flags()
 	f.StringVar(&o.spec, "spec", "", "product specification file (this or --plan is required)")
 	f.StringVar(&o.plan, "plan", "", "build from this plan directory (WO-NN.json files and WORK_ORDERS_MANIFEST.json, as 'factory plan' writes) instead of a spec")
+	addBuildFlags(f, o)
+	f.StringVar(&o.branch, "branch", "", "branch to build on (default factory/<plan hash>; never main or master)")
+	o.temporal.add(f)
+	f.BoolVar(&o.pr, "pr", false, "afterwards push the branch and open or update its pull request with the evidence, as 'factory pr' does (a build that fails is published as a draft with what passed); the token is checked before anything starts")
+	o.forge.add(f, false)
+	return cmd
+}
+
+// addBuildFlags registers the flags of a local build (build and issue).
+func addBuildFlags(f *pflag.FlagSet, o *buildOptions) {
 	f.StringVar(&o.run.repo, "repo", "", "the git repository to build in (required; created when it does not exist, else it must be clean)")
 	f.StringVar(&o.run.out, "out", "", "directory for plans and build artifacts, outside the repository (required)")
-	f.StringVar(&o.branch, "branch", "", "branch to build on (default factory/<plan hash>; never main or master)")
 	addAttemptFlags(f, &o.run)
 	f.Lookup("max-attempts").Usage = "attempts per work order before the build stops (two identical failures in a row stop it earlier)"
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
@@ -116,8 +132,6 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	f.IntVar(&o.maxRepairs, "max-repairs", 2, "repairs of the plan per build, across resumes, with --repair auto")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	addPlannerFlags(f, o)
-	o.temporal.add(f)
-	return cmd
 }
 
 // addPlannerFlags registers the flags that shape the planner of a build
@@ -164,6 +178,9 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return usagef("--jobs %d with --record or --replay: a transcript is replayed in the order its calls were made, which a parallel build does not fix; record and replay with --jobs 1", o.jobs)
 	}
 	if o.temporal.hostPort != "" {
+		if o.pr {
+			return usagef("--pr with --temporal: a build on workers is published from its remote; run the build, then 'factory pr' in a clone of its branch")
+		}
 		if err := o.checkPlannerFlags(cmd); err != nil {
 			return err
 		}
@@ -183,6 +200,19 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	}
 	if err := o.checkPlannerFlags(cmd); err != nil {
 		return err
+	}
+	conn := o.conn
+	if o.pr && conn == nil {
+		o.forge.base = o.temporal.base // build's --base: see temporal.go
+		// Before any model call: a build whose publication cannot work
+		// must not spend anything.
+		repo, err := gitws.Open(cmd.Context(), o.run.repo)
+		if err != nil {
+			return usagef("--pr needs an existing repository with a remote: %v", err)
+		}
+		if conn, err = connectForge(cmd.Context(), env, repo, &o.forge); err != nil {
+			return err
+		}
 	}
 	tmpl, err := o.loadTemplate()
 	if err != nil {
@@ -215,6 +245,45 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return usagef("%s", refused.Msg)
 	}
 	printBuildSummary(env, o.run.jsonOut, sum)
+	verdictErr := buildVerdictError(sum, err)
+	if conn == nil || (sum.Verdict != builder.VerdictPass && sum.Verdict != builder.VerdictFail) {
+		return verdictErr
+	}
+	pubErr := publishAfterBuild(cmd.Context(), env, o, conn)
+	if verdictErr != nil {
+		if pubErr != nil {
+			fmt.Fprintf(env.Stderr, "factory: %v\n", pubErr)
+		}
+		return verdictErr
+	}
+	return pubErr
+}
+
+// publishAfterBuild publishes the build that just ran (--pr); the pull
+// request's line goes to stderr when stdout holds the JSON summary.
+func publishAfterBuild(ctx context.Context, env Env, o *buildOptions, conn *forgeConn) error {
+	repo, err := gitws.Open(ctx, o.run.repo)
+	if err != nil {
+		return &internalError{err: err}
+	}
+	st, err := builder.ReadStatus(ctx, repo.Root)
+	if err != nil {
+		return &internalError{err: err}
+	}
+	pub := o.pub
+	if pub.rerun == "" {
+		pub.rerun = rerunHint(st)
+	}
+	rec, err := publish(ctx, env, conn, repo, st, &o.forge, pub)
+	out := env
+	if o.run.jsonOut {
+		out.Stdout = env.Stderr
+	}
+	return reportPR(out, false, rec, err)
+}
+
+// buildVerdictError maps a build's verdict to the command's error.
+func buildVerdictError(sum *builder.Summary, err error) error {
 	switch sum.Verdict {
 	case builder.VerdictPass:
 		return nil

@@ -188,7 +188,7 @@ by default), and rolls back with git on failure.
 	root.DisableSuggestions = false
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(flagErrorf)
-	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env),
+	root.AddCommand(newBuildCmd(env), newStatusCmd(env), newPRCmd(env), newIssueCmd(env), newRunCmd(env), newPlanCmd(env), newValidateCmd(env), newRecoverCmd(env), newLoopCmd(env),
 		newEvalCmd(env), newServeCmd(env), newReportCmd(env), newWorkerCmd(env), newCancelCmd(env), newVersionCmd(env), newMCPCmd(env), newMapCmd(env))
 	// --version prints what 'factory version' prints.
 	root.Version = version.Read().String()

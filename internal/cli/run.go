@@ -101,7 +101,7 @@ func addAttemptFlags(f *pflag.FlagSet, o *runOptions) {
 	f.StringArrayVar(&o.verifyCommands, "verify-command", nil, "replace global verification with this command (repeatable; parsed like acceptance commands)")
 	f.StringVar(&o.python, "python", "", "Python interpreter for the built-in verification commands (default: python if on PATH, else python3)")
 	f.StringVar(&o.envPolicy, "env-policy", proc.EnvCore, "environment of verification and acceptance commands: 'core' (PATH, HOME, LANG, LC_*, TERM, TMPDIR, USER, SHELL, VIRTUAL_ENV, toolchain locations) or 'all' (everything but names that look like credentials)")
-	f.StringArrayVar(&o.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable), whatever --env-policy says")
+	f.StringArrayVar(&o.passEnv, "pass-env", nil, "also pass this environment variable to commands (repeatable), whatever --env-policy says (never a forge token: the values of GITHUB_TOKEN, GH_TOKEN, GITEA_TOKEN and GITLAB_TOKEN reach no command under any name)")
 	o.sandbox.add(f)
 	f.StringVar(&o.record, "record", "", recordHelp)
 	f.StringVar(&o.replay, "replay", "", "answer model requests from this JSONL transcript instead of a server (no network, no API key)")
@@ -218,7 +218,7 @@ func attemptOptions(o *runOptions, env Env) (factory.Options, error) {
 		ModelName: o.model, Temperature: o.temperature, JSONSchema: o.jsonSchema,
 		MaxAttempts: o.maxAttempts, CommandTimeout: time.Duration(o.timeoutSeconds) * time.Second,
 		VerifyCommands: o.verifyCommands, Python: python, RecordPath: o.record, Progress: progress,
-		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv}, Sandbox: box,
+		Env: proc.EnvPolicy{Mode: envMode, Pass: o.passEnv, Withhold: forgeTokens(env)}, Sandbox: box,
 		Deps: depsOpts,
 	}, nil
 }

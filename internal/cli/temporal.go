@@ -45,7 +45,7 @@ type buildTemporalFlags struct {
 func (t *buildTemporalFlags) add(f *pflag.FlagSet) {
 	t.temporalFlags.add(f, "submit the build to Temporal workers ('factory worker') instead of building here")
 	f.StringVar(&t.repoURL, "repo-url", "", "with --temporal: the git remote the workers fetch from and push the build branch to (required with --temporal)")
-	f.StringVar(&t.base, "base", "", "with --temporal: branch of the remote (or commit) the build branch starts from (default: the remote's HEAD)")
+	f.StringVar(&t.base, "base", "", "with --temporal: branch of the remote (or commit) the build branch starts from (default: the remote's HEAD); with --pr: "+baseHelp)
 	f.BoolVar(&t.detach, "detach", false, "with --temporal: print the workflow id and exit 0 instead of following the build")
 	f.DurationVar(&t.heartbeatTimeout, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout, "with --temporal: a work order whose worker is silent this long moves to another worker")
 }

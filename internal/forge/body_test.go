@@ -17,7 +17,7 @@ func sampleBody() Body {
 			{ID: "WO-02", Title: "Docs", Status: "failed", Stage: "acceptance_failed"},
 		},
 		Tokens: 1234, CostUSD: &cost, Failed: "WO-02 failed at acceptance_failed",
-		Rerun: "factory issue --repo . --issue 7",
+		Rerun:  "factory issue --repo . --issue 7",
 		Ledger: Ledger{Handled: []int64{5, 3, 5}, Failure: "WO-02/acceptance_failed"},
 	}
 }
