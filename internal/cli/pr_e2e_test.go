@@ -177,6 +177,17 @@ func TestPRGitHub(t *testing.T) {
 	if saved.Number != rec.Number || saved.URL == "" {
 		t.Errorf("pr.json = %+v", saved)
 	}
+	status := runFactory(t, nil, "status", "--repo", f.repo)
+	if !strings.Contains(status.stdout, "pull request: #1 (open when last published by factory): "+rec.URL) {
+		t.Errorf("status:\n%s", status.stdout)
+	}
+	status = runFactory(t, nil, "status", "--repo", f.repo, "--json")
+	var withPR struct {
+		PR *prRecord `json:"pull_request"`
+	}
+	if err := json.Unmarshal([]byte(status.stdout), &withPR); err != nil || withPR.PR == nil || withPR.PR.URL != rec.URL {
+		t.Errorf("status --json: %v\n%s", err, status.stdout)
+	}
 }
 
 // patchPR sets a pull request's body as a person editing it would.

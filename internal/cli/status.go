@@ -27,7 +27,8 @@ passed (with its commit), failed (with the stage, e.g. acceptance_failed) or pen
 
 Progress is read from the build branch's commits (their Factory-Work-Order and
 Factory-Plan trailers); the build leaves only a pointer to its plan and output in the
-git directory. Safe to run while a build works: it takes no lock and changes nothing.
+git directory. The pull request 'factory pr' last published the build to is shown as
+it was then (pull_request in --json). Safe to run while a build works: it takes no lock and changes nothing.
 
 Exit codes: 0 printed (whatever the build's state), 2 not a repository or no build
 has run in it.`,
@@ -46,8 +47,12 @@ has run in it.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
+			pr := readPRRecord(st.BuildDir)
 			if o.jsonOut {
-				b, err := json.MarshalIndent(st, "", "  ")
+				b, err := json.MarshalIndent(struct {
+					*builder.Status
+					PR *prRecord `json:"pull_request,omitempty"`
+				}{st, pr}, "", "  ")
 				if err != nil {
 					return &internalError{err: err}
 				}
@@ -55,6 +60,13 @@ has run in it.`,
 				return nil
 			}
 			printStatus(env, st)
+			if pr != nil {
+				state := string(pr.State)
+				if pr.Draft {
+					state += ", draft"
+				}
+				fmt.Fprintf(env.Stdout, "pull request: #%d (%s when last published by factory): %s\n", pr.Number, state, pr.URL)
+			}
 			return nil
 		},
 	}
