@@ -88,7 +88,7 @@ var knownHosts = map[string]Kind{
 	"altssh.gitlab.com": GitLab,
 }
 
-var errCredentials = errors.New("credentials in the remote URL")
+var errCredentials = errors.New("remove credentials from the remote URL")
 
 // remote is a parsed git remote URL.
 type remote struct {
@@ -146,8 +146,8 @@ func parseRemote(raw string) (*remote, error) {
 }
 
 func credentials(display string) error {
-	return fmt.Errorf("%w: the remote %s holds a user name, password or token; remove them from the remote URL (git remote set-url NAME URL): factory reads the token from the environment (%s, %s, %s)",
-		errCredentials, display, TokenVars(GitHub)[0], TokenVars(Gitea)[0], TokenVars(GitLab)[0])
+	return fmt.Errorf("the remote %s holds a user name, password or token: %w (git remote set-url NAME URL); factory reads the token from the environment (%s, %s, %s)",
+		display, errCredentials, TokenVars(GitHub)[0], TokenVars(Gitea)[0], TokenVars(GitLab)[0])
 }
 
 // cleanPath is a remote's repository path without the slashes around it

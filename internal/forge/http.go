@@ -219,7 +219,7 @@ func (a *api) send(ctx context.Context, method, rawURL string, in any) (*respons
 		if ctx.Err() == context.DeadlineExceeded && errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%s %s %s: no answer within %s; is the forge at %s up?", a.target.Kind, method, path, a.timeout, a.base.Redacted())
 		}
-		return nil, fmt.Errorf("%s %s %s: %v", a.target.Kind, method, path, err)
+		return nil, fmt.Errorf("%s %s %s: %v; is the forge at %s up, and --forge-api its API's URL?", a.target.Kind, method, path, err, a.base.Redacted())
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
