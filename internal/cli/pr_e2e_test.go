@@ -363,3 +363,43 @@ func TestIssueToPR(t *testing.T) {
 		t.Errorf("second follow-up: exit %d\n%s", res.code, res.stderr)
 	}
 }
+
+// TestPRGitLab: a merge request on GitLab, a group project: a failed build
+// opens a draft ("Draft:" title) with one note; once the build is resumed
+// and passes, the same merge request is marked ready.
+func TestPRGitLab(t *testing.T) {
+	const token = "glpat-factoryTestToken0123"
+	f := newPRFixture(t, buildPlan(""))
+	gl := forgetest.NewGitLab(t, token)
+	gl.AddProject("acme/tools/calc", "main")
+	gl.Branch = f.gh.Branch
+	env := append(gitEnv(t.TempDir()), "OPENAI_API_KEY=test-key", "GITLAB_TOKEN="+token)
+	forgeArgs := []string{"--forge", "gitlab", "--forge-api", gl.API, "--forge-repo", "acme/tools/calc"}
+
+	srv := llmtest.Start(t, replyWO01, replyWO02Bad)
+	res := runFactory(t, env, append(f.args(srv.URL, "--max-attempts", "1", "--repair", "off", "--pr"), forgeArgs...)...)
+	if res.code != ExitFail {
+		t.Fatalf("failing build --pr: exit %d\n%s", res.code, res.stderr)
+	}
+	mrs := gl.MRs("acme/tools/calc")
+	if len(mrs) != 1 || !strings.HasPrefix(mrs[0].Title, "Draft: ") || mrs[0].State != "opened" {
+		t.Fatalf("merge requests = %+v", mrs)
+	}
+	if notes := gl.Notes("acme/tools/calc", mrs[0].IID, true); len(notes) != 1 || !strings.Contains(notes[0].Body, "**WO-02**") {
+		t.Fatalf("notes = %+v", notes)
+	}
+
+	srv2 := llmtest.Start(t, replyWO02, replyWO03)
+	res = runFactory(t, env, append(f.args(srv2.URL, "--pr"), forgeArgs...)...)
+	if res.code != ExitPass || !strings.Contains(res.stdout, "(open, updated)") {
+		t.Fatalf("resumed build --pr: exit %d\n%s", res.code, res.stdout)
+	}
+	mrs = gl.MRs("acme/tools/calc")
+	if len(mrs) != 1 || strings.HasPrefix(mrs[0].Title, "Draft:") || strings.Contains(mrs[0].Description, "Not finished") {
+		t.Fatalf("after the passing build: %+v", mrs)
+	}
+	if got := git(t, f.remote, "rev-parse", "refs/heads/"+mrs[0].Source); got != git(t, f.repo, "rev-parse", mrs[0].Source) {
+		t.Errorf("remote branch not at the build's tip")
+	}
+	checkNoToken(t, token, f.out, filepath.Join(f.repo, ".git"), f.remote)
+}
