@@ -371,8 +371,27 @@ func (b *builder) recover(ctx context.Context) error {
 		return refusef("repository %s holds the journal of a %s that was cut off before it could restore the baseline (%s); run 'factory recover --repo %s' first",
 			b.repo.Root, tool, b.repo.JournalPath(), b.repo.Root)
 	}
+	step, stepNoted, err := b.repo.RecordedGitStep()
+	if err != nil {
+		return refusef("repository %s: %v", b.repo.Root, err)
+	}
 	if err := b.recoverGitLocks(found); err != nil {
 		return err
+	}
+	if !found && stepNoted && step.Step == gitws.StepSwitch {
+		// Killed inside a branch switch: the tree may be half one branch,
+		// half the other. The build switches again once it is back at HEAD.
+		restored, err := b.repo.RecoverSwitch(ctx, step.Target)
+		var leftover *gitws.SwitchLeftoverError
+		if errors.As(err, &leftover) {
+			return refusef("repository %s: %v", b.repo.Root, err)
+		}
+		if err != nil {
+			return err
+		}
+		if len(restored) > 0 {
+			b.progress("build: the previous build was killed while switching to %s; put %d path(s) back as HEAD has them", step.Branch, len(restored))
+		}
 	}
 	if !found {
 		return nil

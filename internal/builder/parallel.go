@@ -363,7 +363,7 @@ func (b *builder) attachBranch(ctx context.Context, start, tip string) error {
 			return err
 		}
 	}
-	if err := b.repo.DuringGitStep(gitws.GitStep{Step: "switch branch", Branch: b.sum.Branch}, func() error {
+	if err := b.repo.DuringGitStep(gitws.GitStep{Step: gitws.StepSwitch, Branch: b.sum.Branch, Target: tip}, func() error {
 		return b.repo.SwitchBranch(ctx, b.sum.Branch, "")
 	}); err != nil {
 		return err

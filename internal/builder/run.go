@@ -43,7 +43,15 @@ func (b *builder) runAll(ctx context.Context) error {
 		b.sum.Verdict = verdictOf(err)
 		return err
 	}
-	if err := b.repo.DuringGitStep(gitws.GitStep{Step: "switch branch", Branch: b.sum.Branch}, func() error { return b.repo.SwitchBranch(ctx, b.sum.Branch, b.base) }); err != nil {
+	target, exists, err := b.repo.BranchCommit(ctx, b.sum.Branch)
+	if err != nil {
+		b.sum.Verdict = VerdictError
+		return err
+	}
+	if !exists {
+		target = b.base
+	}
+	if err := b.repo.DuringGitStep(gitws.GitStep{Step: gitws.StepSwitch, Branch: b.sum.Branch, Target: target}, func() error { return b.repo.SwitchBranch(ctx, b.sum.Branch, b.base) }); err != nil {
 		b.sum.Verdict = VerdictError
 		return err
 	}

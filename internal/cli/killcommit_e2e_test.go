@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llmtest"
 )
 
@@ -238,4 +240,38 @@ func TestBuildKillLoop(t *testing.T) {
 			checkFinished(t, f, f.build(t, url), refHead)
 		})
 	}
+}
+
+// TestBuildRecoversKilledBranchSwitch: a build killed while git switched
+// to the build branch left the tree half one branch, half the other, and
+// git's index.lock. The next build puts the tree back, switches again and
+// goes on (gitws.TestRecoverSwitchAfterKill kills a real checkout).
+func TestBuildRecoversKilledBranchSwitch(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	srv := llmtest.Start(t, replyWO01, replyWO02Bad)
+	if res := f.build(t, srv.URL, "--max-attempts", "1", "--repair", "off"); res.code != ExitFail {
+		t.Fatalf("first build: exit %d\n%s", res.code, res.stderr)
+	}
+	branch := git(t, f.repo, "branch", "--show-current")
+	tip := git(t, f.repo, "rev-parse", "HEAD")
+	git(t, f.repo, "checkout", "-q", "main")
+
+	// What a kill inside 'git checkout <branch>' leaves: the note, the
+	// lock, some of the branch's files written, one of them half.
+	repo, err := gitws.Open(context.Background(), f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.RecordGitStep(gitws.GitStep{Step: gitws.StepSwitch, Branch: branch, Target: tip}); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, f.repo, map[string]string{"calc.py": bCalcAdd, "tests/test_add.py": bTestAdd[:len(bTestAdd)/2]})
+	writeFiles(t, filepath.Join(f.repo, ".git"), map[string]string{"index.lock": ""})
+
+	fixed := llmtest.Start(t, replyWO02, replyWO03)
+	res := f.build(t, fixed.URL)
+	if res.code != ExitPass || !strings.Contains(res.stderr, "killed while switching to "+branch) {
+		t.Fatalf("resumed build: exit %d\n%s", res.code, res.stderr)
+	}
+	checkClean(t, f.repo)
 }

@@ -236,6 +236,8 @@ type GitStep struct {
 	Step   string `json:"step"`   // what the step does: "commit", "switch branch", ...
 	Branch string `json:"branch"` // the branch whose ref it may lock; "" for none
 	PID    int    `json:"pid"`    // the process that runs it
+	// Target is the commit a branch switch enters (StepSwitch).
+	Target string `json:"target,omitempty"`
 }
 
 // RecordGitStep notes that this process is about to run git step s (its
