@@ -79,33 +79,48 @@ func runIssue(cmd *cobra.Command, env Env, o *issueOptions) error {
 	if err != nil {
 		return err
 	}
-	spec, title, err := issueSpec(ctx, conn.client, o.number)
+	path, pub, err := writeIssueSpec(ctx, conn, o.number, b.run.out, b.forge.base)
 	if err != nil {
-		return &internalError{err: fmt.Errorf("read issue #%d: %w", o.number, err)}
-	}
-	path := filepath.Join(b.run.out, "issues", strconv.Itoa(o.number), "spec.md")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return &internalError{err: err}
 	}
-	if err := artifact.WriteFileAtomic(path, []byte(spec), 0o644); err != nil {
-		return &internalError{err: err}
-	}
-	fmt.Fprintf(env.Stderr, "issue #%d: %s (spec: %s)\n", o.number, title, path)
+	fmt.Fprintf(env.Stderr, "issue #%d: %s (spec: %s)\n", o.number, pub.issueTitle, path)
 	if b.branch == "" {
-		b.branch = fmt.Sprintf("factory/issue-%d", o.number)
+		b.branch = issueBranch(o.number)
+	}
+	b.spec, b.pr, b.conn, b.pub = path, true, conn, pub
+	return runBuild(cmd, b, env)
+}
+
+// issueBranch is the branch the build of issue n goes on by default.
+func issueBranch(n int) string { return fmt.Sprintf("factory/issue-%d", n) }
+
+// writeIssueSpec reads issue n and writes it as a build's spec to
+// <out>/issues/<n>/spec.md; pub is what the build's pull request says of
+// the issue. Shared by factory issue and the MCP tool factory_issue.
+func writeIssueSpec(ctx context.Context, conn *forgeConn, n int, out, base string) (path string, pub publication, err error) {
+	spec, title, err := issueSpec(ctx, conn.client, n)
+	if err != nil {
+		return "", pub, fmt.Errorf("read issue #%d: %w", n, err)
 	}
 	refs := "Fixes"
-	if b.forge.base != "" {
-		if def, err := conn.client.DefaultBranch(ctx); err != nil {
-			return &internalError{err: err}
-		} else if def != b.forge.base {
+	if base != "" {
+		def, err := conn.client.DefaultBranch(ctx)
+		if err != nil {
+			return "", pub, err
+		}
+		if def != base {
 			refs = "Refs" // closing keywords act only on the default branch
 		}
 	}
-	b.spec, b.pr, b.conn = path, true, conn
-	b.pub = publication{issue: o.number, issueTitle: title, refs: refs,
-		rerun: fmt.Sprintf("factory issue --issue %d --repo . --out %s --llm-model MODEL", o.number, shellWord(filepath.Base(b.run.out)))}
-	return runBuild(cmd, b, env)
+	path = filepath.Join(out, "issues", strconv.Itoa(n), "spec.md")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", pub, err
+	}
+	if err := artifact.WriteFileAtomic(path, []byte(spec), 0o644); err != nil {
+		return "", pub, err
+	}
+	return path, publication{issue: n, issueTitle: title, refs: refs,
+		rerun: fmt.Sprintf("factory issue --issue %d --repo . --out %s --llm-model MODEL", n, shellWord(filepath.Base(out)))}, nil
 }
 
 // maxSpecBytes bounds the spec an issue makes: an issue with megabytes of

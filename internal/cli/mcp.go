@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -19,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/mcp"
 	"github.com/factory-harness/factory/internal/redact"
 	"github.com/factory-harness/factory/internal/version"
@@ -35,7 +37,7 @@ func newMCPCmd(env Env) *cobra.Command {
 	o := &mcpOptions{}
 	cmd := &cobra.Command{
 		Use:   "mcp --root DIR [--root DIR]... [--http HOST:PORT]",
-		Short: "Serve plan, validate, build and status to coding agents over the Model Context Protocol",
+		Short: "Serve plan, validate, build, status, pr and issue to coding agents over the Model Context Protocol",
 		Long: `Serve factory as an MCP server, for coding agents (Claude Code, Codex CLI, Cursor, ...):
 over stdio by default (the agent starts 'factory mcp' and talks on its stdin and stdout),
 or over Streamable HTTP with --http.
@@ -47,11 +49,21 @@ Tools (arguments are the CLI's flag names with underscores; see docs/mcp.md):
                     max_cost_usd?, no_review?, branch?}   the whole build, with progress
                                                           notifications; returns its summary
   factory_status   {repo}                                 what 'factory status --json' says
+  factory_pr       {repo, build?, remote?, base?, draft?, reopen?, forge?, forge_api?,
+                    forge_repo?}                          'factory pr': push the last build's
+                                                          branch, open or update its pull
+                                                          request; returns it
+  factory_issue    {issue, repo, out, llm_model, llm_base_url?, max_tokens?, max_cost_usd?,
+                    no_review?, branch?, remote?, base?, draft?, reopen?, forge?, forge_api?,
+                    forge_repo?}                          'factory issue': the build, with
+                                                          progress, then its pull request
 
 Every path argument must resolve (symlinks followed) inside one of the --root
 directories, or the call is refused with nothing done; relative paths are taken from
-the first root. Provider API keys (OPENAI_API_KEY, ANTHROPIC_API_KEY) are read from this
-server's environment only, never from arguments, and are redacted from every result.
+the first root. Provider API keys (OPENAI_API_KEY, ANTHROPIC_API_KEY) and forge tokens
+(GITHUB_TOKEN or GH_TOKEN, GITEA_TOKEN, GITLAB_TOKEN) are read from this server's
+environment only, never from arguments, and are redacted from every result; a missing
+one is an error result naming the variable, with nothing changed.
 Builds run as 'factory build' runs them with its default flags (confined commands:
 --sandbox sets how). A client that disconnects during a build cancels it as Ctrl-C
 does: the repository is rolled back to its last commit and the same call resumes it.
@@ -96,7 +108,7 @@ func runMCP(ctx context.Context, env Env, o *mcpOptions) error {
 	menv := env
 	menv.Stderr = logw
 	srv, err := mcp.New(mcp.Options{
-		Roots: o.roots, Connect: mcpConnect(menv, o.sandbox), Version: version.Read().Version,
+		Roots: o.roots, Connect: mcpConnect(menv, o.sandbox), ConnectForge: mcpConnectForge(menv), Version: version.Read().Version,
 		Redact: red.String, Log: logw,
 	})
 	if err != nil {
@@ -214,4 +226,73 @@ func mcpConnect(env Env, box sandboxFlags) func(mcp.ModelArgs) (builder.Options,
 		}
 		return o.builderOptions(tmpl, attempt, se, plan, meter), nil
 	}
+}
+
+// mcpConnectForge gives the MCP tools factory_pr and factory_issue the
+// forge of a repository's remote as 'factory pr' and 'factory issue' reach
+// it with these arguments as flags: the token from factory's environment
+// (env.Getenv) only, checked before anything changes.
+func mcpConnectForge(env Env) func(context.Context, string, mcp.ForgeArgs) (mcp.Forge, error) {
+	return func(ctx context.Context, dir string, a mcp.ForgeArgs) (mcp.Forge, error) {
+		repo, err := gitws.Open(ctx, dir)
+		if err != nil {
+			return nil, fmt.Errorf("repo: %v (a pull request needs an existing repository with a remote)", err)
+		}
+		f := &forgeFlags{remote: cmp.Or(a.Remote, "origin"), base: a.Base, kind: a.Forge, api: a.ForgeAPI, forgeRepo: a.ForgeRepo,
+			draft: a.Draft, reopen: a.Reopen}
+		conn, err := connectForge(ctx, env, repo, f)
+		if err != nil {
+			msg := mcpArgNames(err.Error())
+			if strings.Contains(msg, " token: set ") {
+				msg += " (forge tokens are read from the factory mcp server's environment, never from arguments)"
+			}
+			return nil, errors.New(msg)
+		}
+		return &mcpForge{env: env, repo: repo, flags: f, conn: conn}, nil
+	}
+}
+
+// mcpArgNames names the MCP arguments where a message names the flags.
+var mcpArgNames = strings.NewReplacer("--forge-api", "forge_api", "--forge-repo", "forge_repo", "--forge", "forge",
+	"--remote", "remote", "--reopen", "reopen", "--branch", "branch", "--base", "base").Replace
+
+// mcpForge is one tool call's forge.
+type mcpForge struct {
+	env   Env
+	repo  *gitws.Repo
+	flags *forgeFlags
+	conn  *forgeConn
+	pub   publication // set by Issue
+}
+
+func (m *mcpForge) Issue(ctx context.Context, n int, out string) (mcp.IssueSpec, error) {
+	path, pub, err := writeIssueSpec(ctx, m.conn, n, out, m.flags.base)
+	if err != nil {
+		return mcp.IssueSpec{}, err
+	}
+	m.pub = pub
+	return mcp.IssueSpec{Path: path, Title: pub.issueTitle, Branch: issueBranch(n)}, nil
+}
+
+// Publish publishes the last build as 'factory pr' (after Issue, as
+// 'factory issue') does.
+func (m *mcpForge) Publish(ctx context.Context) (*mcp.PullRequest, error) {
+	st, err := builder.ReadStatus(ctx, m.repo.Root)
+	if err != nil {
+		return nil, err
+	}
+	pub := m.pub
+	if pub.rerun == "" {
+		pub.rerun = rerunHint(st)
+	}
+	rec, err := publish(ctx, m.env, m.conn, m.repo, st, m.flags, pub)
+	var refused *refusedPRError
+	if errors.As(err, &refused) {
+		return nil, errors.New(mcpArgNames(refused.msg))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	return &mcp.PullRequest{Forge: string(rec.Forge), Repo: rec.Repo, Number: rec.Number, URL: rec.URL, State: string(rec.State), Draft: rec.Draft,
+		Head: rec.Head, Base: rec.Base, Commit: rec.Commit, Action: rec.Action, Pushed: rec.Pushed}, nil
 }

@@ -99,12 +99,16 @@ func TestMCPToolsListSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgeArgs := []string{"base", "draft", "forge", "forge_api", "forge_repo", "remote", "reopen"}
 	want := map[string]struct{ required, optional []string }{
 		mcp.ToolValidate: {[]string{"plan_dir"}, []string{"repo"}},
 		mcp.ToolPlan:     {[]string{"llm_model", "out", "spec"}, []string{"llm_base_url", "no_review", "overwrite", "repo"}},
 		mcp.ToolBuild: {[]string{"llm_model", "out", "repo"},
 			[]string{"branch", "jobs", "llm_base_url", "max_cost_usd", "max_tokens", "no_review", "plan_dir", "spec"}},
 		mcp.ToolStatus: {[]string{"repo"}, nil},
+		mcp.ToolPR:     {[]string{"repo"}, append([]string{"build"}, forgeArgs...)},
+		mcp.ToolIssue: {[]string{"issue", "llm_model", "out", "repo"},
+			append([]string{"branch", "jobs", "llm_base_url", "max_cost_usd", "max_tokens", "no_review"}, forgeArgs...)},
 	}
 	var names []string
 	for _, tool := range list.Tools {
@@ -150,7 +154,7 @@ func TestMCPToolsListSchemas(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{mcp.ToolBuild, mcp.ToolPlan, mcp.ToolStatus, mcp.ToolValidate}) {
+	if !slices.Equal(names, []string{mcp.ToolBuild, mcp.ToolIssue, mcp.ToolPlan, mcp.ToolPR, mcp.ToolStatus, mcp.ToolValidate}) {
 		t.Errorf("tools %v", names)
 	}
 }

@@ -1,6 +1,7 @@
 // Package mcp serves factory to coding agents over the Model Context
 // Protocol: tools that validate and compile plans, run builds (with progress
-// notifications) and read their status, confined to the server's roots.
+// notifications), read their status and publish them as pull requests,
+// confined to the server's roots.
 package mcp
 
 import (
@@ -37,6 +38,13 @@ type Options struct {
 	// PlanDir, Repo, Out) is left to the caller. Plan calls use its planner
 	// settings.
 	Connect func(ModelArgs) (builder.Options, error)
+	// ConnectForge finds the forge of the remote of the repository repo,
+	// as 'factory pr' and 'factory issue' do with these arguments as
+	// their flags, and reads its token from the server's environment only.
+	// It changes nothing: a refusal (no token, naming the variable; an
+	// unknown remote or forge) is returned as an error and becomes the
+	// tool's error result. nil leaves factory_pr and factory_issue out.
+	ConnectForge func(ctx context.Context, repo string, a ForgeArgs) (Forge, error)
 	// Version is the server's version, told to clients.
 	Version string
 	// Redact removes secrets from text a result carries; nil leaves it.
@@ -142,6 +150,7 @@ func instructions(rs roots) string {
 		"verifying them, rolling back failures and committing each passed work order. Use factory_validate to check a plan, " +
 		"factory_plan to compile a spec into a plan, factory_build to build a repository from a spec or a plan (long-running; " +
 		"resumable: call it again with the same arguments after a failure or an interruption) and factory_status to read a " +
-		"build's progress. Every path must lie inside " + rs.list() + ". Provider API keys come from the server's environment; " +
-		"never pass them as arguments."
+		"build's progress; factory_pr opens or updates the pull request of a repository's last build, and factory_issue builds " +
+		"what a forge issue asks for and opens its pull request. Every path must lie inside " +
+		rs.list() + ". Provider API keys and forge tokens come from the server's environment; never pass them as arguments."
 }

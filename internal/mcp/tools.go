@@ -126,6 +126,7 @@ func (s *Server) addTools() {
 			"(passed with its commit, failed with the stage, or pending), whether it is complete and what it spent. Safe while a build runs.",
 		Annotations: readOnly,
 	}, s.status)
+	s.addForgeTools()
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -300,12 +301,9 @@ func (s *Server) build(ctx context.Context, req *sdk.CallToolRequest, a BuildArg
 		return nil, nil, errors.New("give spec (a specification to plan and build) or plan_dir (an existing plan)")
 	case a.Spec != "" && a.PlanDir != "":
 		return nil, nil, errors.New("spec and plan_dir cannot be used together: plan_dir builds an existing plan")
-	case a.Jobs < 0 || a.Jobs > 1:
-		return nil, nil, fmt.Errorf("jobs %d: this version runs work orders one at a time; leave jobs out or give 1", a.Jobs)
-	case a.MaxTokens < 0 || a.MaxCostUSD < 0:
-		return nil, nil, errors.New("max_tokens and max_cost_usd cannot be negative")
-	case builder.IsProtectedBranch(a.Branch):
-		return nil, nil, fmt.Errorf("branch %s: factory build never works on main or master; give another branch or leave it out", a.Branch)
+	}
+	if err := checkBuildArgs(a.Jobs, a.MaxTokens, a.MaxCostUSD, a.Branch); err != nil {
+		return nil, nil, err
 	}
 	p, err := s.paths(arg("repo", a.Repo), arg("out", a.Out), arg("spec", a.Spec), arg("plan_dir", a.PlanDir))
 	if err != nil {
@@ -316,18 +314,44 @@ func (s *Server) build(ctx context.Context, req *sdk.CallToolRequest, a BuildArg
 		return nil, nil, err
 	}
 	bo.Repo, bo.Out, bo.SpecPath, bo.PlanDir, bo.Branch = p[0], p[1], p[2], p[3], a.Branch
+	sum, err := s.runBuild(ctx, req, ToolBuild, bo)
+	if err != nil {
+		return nil, nil, err
+	}
+	return textResult(buildLines(sum, ToolBuild)...), sum, nil
+}
+
+// checkBuildArgs checks the build arguments factory_build and
+// factory_issue share.
+func checkBuildArgs(jobs int, maxTokens int64, maxCostUSD float64, branch string) error {
+	switch {
+	case jobs < 0 || jobs > 1:
+		return fmt.Errorf("jobs %d: this version runs work orders one at a time; leave jobs out or give 1", jobs)
+	case maxTokens < 0 || maxCostUSD < 0:
+		return errors.New("max_tokens and max_cost_usd cannot be negative")
+	case builder.IsProtectedBranch(branch):
+		return fmt.Errorf("branch %s: factory build never works on main or master; give another branch or leave it out", branch)
+	}
+	return nil
+}
+
+// runBuild runs the build bo for the tool call req, with a progress
+// notification per update when the request carries a progress token. A
+// refusal, or a build that could not start, is an error; any verdict is a
+// summary.
+func (s *Server) runBuild(ctx context.Context, req *sdk.CallToolRequest, tool string, bo builder.Options) (*builder.Summary, error) {
 	bo.Progress, bo.Run.Progress = s.o.Log, s.o.Log
 	if token := req.Params.GetProgressToken(); token != nil {
 		bo.OnUpdate = s.progress(ctx, req, token)
 	}
-	s.logf("%s: building %s", ToolBuild, bo.Repo)
+	s.logf("%s: building %s", tool, bo.Repo)
 	sum, err := builder.Run(ctx, bo)
 	var refused *builder.RefusedError
 	if errors.As(err, &refused) {
-		return nil, nil, errors.New(s.o.Redact(refused.Msg))
+		return nil, errors.New(s.o.Redact(refused.Msg))
 	}
 	if sum == nil {
-		return nil, nil, errors.New(s.o.Redact(fmt.Sprint(err)))
+		return nil, errors.New(s.o.Redact(fmt.Sprint(err)))
 	}
 	if sum.WorkOrders == nil {
 		sum.WorkOrders = []builder.WorkOrder{}
@@ -336,8 +360,8 @@ func (s *Server) build(ctx context.Context, req *sdk.CallToolRequest, a BuildArg
 	if err != nil && sum.Error == "" {
 		sum.Error = s.o.Redact(err.Error())
 	}
-	s.logf("%s: %s: verdict %s %s", ToolBuild, bo.Repo, sum.Verdict, sum.Error)
-	return textResult(buildLines(sum)...), sum, nil
+	s.logf("%s: %s: verdict %s %s", tool, bo.Repo, sum.Verdict, sum.Error)
+	return sum, nil
 }
 
 // progress sends one MCP progress notification per build update.
@@ -387,8 +411,8 @@ func orStart(node string) string {
 	return node
 }
 
-// buildLines is the build summary as text.
-func buildLines(sum *builder.Summary) []string {
+// buildLines is the build summary of a call of tool as text.
+func buildLines(sum *builder.Summary, tool string) []string {
 	lines := []string{fmt.Sprintf("verdict: %s", sum.Verdict), fmt.Sprintf("branch: %s", sum.Branch), fmt.Sprintf("plan: %s (%s)", sum.PlanDir, sum.PlanSource)}
 	for _, w := range sum.WorkOrders {
 		line := fmt.Sprintf("  %s %s", w.ID, w.Outcome)
@@ -413,7 +437,7 @@ func buildLines(sum *builder.Summary) []string {
 		lines = append(lines, "error: "+sum.Error)
 	}
 	if sum.Verdict != builder.VerdictPass && sum.Verdict != builder.VerdictPlanInvalid {
-		lines = append(lines, "the repository is at the last commit; call factory_build again with the same arguments to resume")
+		lines = append(lines, "the repository is at the last commit; call "+tool+" again with the same arguments to resume")
 	}
 	if sum.BuildDir != "" {
 		lines = append(lines, "build summary: "+filepath.Join(sum.BuildDir, "build_summary.json"))
