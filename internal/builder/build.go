@@ -5,6 +5,7 @@
 package builder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -100,6 +101,12 @@ type Options struct {
 	// failed order stops the build.
 	Repair     bool
 	MaxRepairs int
+
+	// EarlierPlan says what to do when the repository's last build
+	// planned the same spec under an earlier release's template or rules
+	// (see earlierPlan): EarlierKeep goes on with that plan, EarlierReplan
+	// plans again as a new build; "" refuses, saying both.
+	EarlierPlan string
 
 	// Progress receives one line per transition; nil is quiet.
 	Progress io.Writer
@@ -199,7 +206,17 @@ type builder struct {
 	used     []string
 	repairOf map[string]int
 	pending  int
+	// earlier: the plan is an earlier release's, kept (EarlierPlan), and
+	// its build's branch.
+	earlier       bool
+	earlierBranch string
 }
+
+// The values of Options.EarlierPlan.
+const (
+	EarlierKeep   = "keep"
+	EarlierReplan = "replan"
+)
 
 // Run builds. The summary is returned (and written to the build directory
 // once there is one) whatever happens; err is a *RefusedError when nothing
@@ -255,15 +272,15 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	b.sum.PlanHash = hash
-	b.sum.Branch = o.Branch
-	if b.sum.Branch == "" {
-		b.sum.Branch = "factory/" + hash
-	}
 	b.created, err = b.openRepo(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if hash, err = b.earlierPlan(hash); err != nil {
+		return nil, err
+	}
+	b.sum.PlanHash = hash
+	b.sum.Branch = cmp.Or(o.Branch, b.earlierBranch, "factory/"+hash)
 	b.sum.Repo = b.repo.Root
 	lock, err := b.repo.Lock()
 	if err != nil {
@@ -305,6 +322,56 @@ func (b *builder) prepare(ctx context.Context) (unlock func(), err error) {
 		return nil, err
 	}
 	return func() { _ = lock.Unlock() }, nil
+}
+
+// earlierPlan returns the plan hash the build goes on with. A spec the
+// repository's last build planned under an earlier release's template or
+// validation rules would, planned again by this release, hash to a new
+// build and a new branch, leaving the earlier one's commits behind. When
+// the earlier plan recorded the spec's hash and it matches, the build
+// goes on with that plan (checked against this release's rules when
+// loaded); when it cannot tell (a plan from before the hash was recorded)
+// it stops and says how to go on, unless EarlierPlan decides.
+func (b *builder) earlierPlan(hash string) (string, error) {
+	o := b.o
+	if o.SpecPath == "" || b.created {
+		return hash, nil
+	}
+	p, err := ReadPointer(b.repo)
+	if err != nil || p.PlanHash == hash || p.Spec == "" || p.Spec != absOrSame(o.SpecPath) || p.PlanSource == PlanGiven {
+		return hash, nil
+	}
+	if _, err := os.Stat(filepath.Join(absOrSame(o.Out), "plans", hash, planner.ManifestName)); err == nil {
+		return hash, nil // this release planned it already: that build
+	}
+	dir := filepath.Join(absOrSame(o.Out), "plans", p.PlanHash)
+	info, err := planner.ReadCompileInfo(dir)
+	if err != nil || info == nil {
+		return hash, nil // not in this --out: nothing to go on with here
+	}
+	sameRules := info.TemplateSHA256 == canon.SHA256Hex([]byte(o.Template)) && info.ValidatorVersion == planner.ValidatorVersion
+	if sameRules || info.Model != o.Run.ModelName || info.ReasoningEffort != o.ReasoningEffort {
+		return hash, nil // the spec or the model changed: a new build, as always
+	}
+	spec, err := os.ReadFile(o.SpecPath)
+	if err != nil {
+		return "", refusef("--spec: %v", err)
+	}
+	switch {
+	case info.SpecSHA256 != "" && info.SpecSHA256 != canon.SHA256Hex(spec):
+		return hash, nil // the spec changed too
+	case o.EarlierPlan == EarlierReplan:
+		b.progress("build: planning %s again with this release, as a new build (the earlier build %s stays on its branch %s)", o.SpecPath, p.PlanHash, p.Branch)
+		return hash, nil
+	case o.EarlierPlan == EarlierKeep || info.SpecSHA256 != "":
+		b.progress("build: going on with build %s on %s, whose plan an earlier factory made (template %.12s, validator %s; this one: %.12s, %s)",
+			p.PlanHash, p.Branch, info.TemplateSHA256, info.ValidatorVersion, canon.SHA256Hex([]byte(o.Template)), planner.ValidatorVersion)
+		b.earlier, b.earlierBranch = true, p.Branch
+		return p.PlanHash, nil
+	}
+	return "", refusef("the last build in %s (%s, on branch %s) planned this spec with an earlier factory (template %.12s, validator %s; this one: template %.12s, validator %s), and this release cannot tell whether the spec changed since: planned again, it would be a new build on a new branch. "+
+		"To go on with that build and its plan (checked against this release's rules first), rerun with --earlier-plan keep; to plan the spec again with this release, as a new build, rerun with --earlier-plan replan",
+		b.repo.Root, p.PlanHash, p.Branch, info.TemplateSHA256, info.ValidatorVersion, canon.SHA256Hex([]byte(o.Template)), planner.ValidatorVersion)
 }
 
 // planHash is the build's identity: the compile hash of the planner's

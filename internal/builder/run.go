@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/factory-harness/factory/internal/deps"
+	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
@@ -218,6 +219,11 @@ func (b *builder) loadPlan(ctx context.Context) error {
 			b.event(map[string]any{"event": "plan", "source": PlanReused, "work_orders": len(m.WorkOrders)})
 			return nil
 		}
+		if b.earlier {
+			// Recompiling under the earlier build's hash would put a new
+			// plan under orders committed from the old one.
+			return fmt.Errorf("%w; to plan the spec again with this release, rerun with --earlier-plan replan", err)
+		}
 		b.progress("plan: the plan in %s no longer validates (%v); compiling a new one", dir, err)
 	}
 	return b.compile(ctx, dir, env)
@@ -277,6 +283,7 @@ func (b *builder) compile(ctx context.Context, dir string, env planner.Env) erro
 	if _, err := planner.WritePlan(dir, out.Manifest, planner.CompileInfo{
 		CompileHash: out.Summary.CompileHash, Model: b.o.Run.ModelName, ReasoningEffort: b.o.ReasoningEffort,
 		TemplateSHA256: out.Summary.TemplateSHA256, ValidatorVersion: planner.ValidatorVersion,
+		SpecSHA256: canon.SHA256Hex(spec),
 	}); err != nil {
 		return fmt.Errorf("write the plan: %w", err)
 	}

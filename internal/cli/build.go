@@ -35,6 +35,7 @@ type buildOptions struct {
 	verbose               bool
 	jobs                  int
 	repair                string // auto or off
+	earlierPlan           string // keep, replan or ""
 	maxRepairs            int
 	maxWaitSeconds        int
 	mapTokens             int
@@ -130,6 +131,7 @@ func addBuildFlags(f *pflag.FlagSet, o *buildOptions) {
 	f.IntVarP(&o.jobs, "jobs", "j", 1, "work orders run at the same time, each in a worktree of its own (with --temporal: on any workers), integrated in plan order (see docs/build.md); 1 runs them one after the other")
 	f.StringVar(&o.repair, "repair", "auto", "when a work order fails every attempt: auto asks the planner to repair the rest of the plan and goes on, off stops the build (local builds; see docs/build.md)")
 	f.IntVar(&o.maxRepairs, "max-repairs", 2, "repairs of the plan per build, across resumes, with --repair auto")
+	f.StringVar(&o.earlierPlan, "earlier-plan", "", "when the last build planned this spec with an earlier factory release (another template or validation rules): keep goes on with that build and its plan, checked against this release's rules; replan plans the spec again as a new build (default: go on when the plan recorded the spec's hash and it matches, else stop and ask)")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")
 	addPlannerFlags(f, o)
 }
@@ -170,6 +172,8 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return usagef("--jobs must be at least 1, got %d", o.jobs)
 	case o.repair != "auto" && o.repair != "off":
 		return usagef("--repair must be auto or off, got %q", o.repair)
+	case o.earlierPlan != "" && o.earlierPlan != builder.EarlierKeep && o.earlierPlan != builder.EarlierReplan:
+		return usagef("--earlier-plan must be keep or replan, got %q", o.earlierPlan)
 	case o.maxRepairs < 0:
 		return usagef("--max-repairs must not be negative, got %d", o.maxRepairs)
 	case o.jobs > 1 && (o.run.record != "" || o.run.replay != ""):
@@ -230,6 +234,7 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	bo.SpecPath, bo.PlanDir, bo.Repo, bo.Out, bo.Branch = o.spec, o.plan, o.run.repo, o.run.out, o.branch
 	bo.ResetBudget, bo.Jobs = o.resetBudget, o.jobs
 	bo.Repair, bo.MaxRepairs = o.repair == "auto", o.maxRepairs
+	bo.EarlierPlan = o.earlierPlan
 	var view *liveView
 	if width, ok := o.liveTerminal(env); ok {
 		view = newLiveView(env.Stderr, width)

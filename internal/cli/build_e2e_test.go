@@ -15,6 +15,7 @@ import (
 
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/llmtest"
+	"github.com/factory-harness/factory/internal/planner"
 )
 
 // The build tests' product: a calculator library in three work orders.
@@ -667,5 +668,56 @@ func TestBuildBudgetAcrossResume(t *testing.T) {
 	st = f.status(t)
 	if st.Spend.Resets != 1 || st.Spend.Counted.Calls != 2 || st.Spend.Total.Calls != 4 || st.Spend.Total.TotalTokens < 1_000_000 {
 		t.Errorf("status after the reset: spend %+v", st.Spend)
+	}
+}
+
+// TestBuildResumesEarlierReleasesPlan: a build planned under an earlier
+// release's template (here: another --template) resumes with this one.
+// Without the spec's hash in the old plan factory cannot tell the spec is
+// the same and asks; with it, it goes on with the plan, on the same branch,
+// without a planner call (issue 40, item 5).
+func TestBuildResumesEarlierReleasesPlan(t *testing.T) {
+	f := newBuildFixture(t, buildPlan(""))
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"spec.md": "# calc\nA calculator library.\n", "old.md": planner.DefaultTemplate + "\nAn earlier release's wording.\n"})
+	spec, oldTemplate := filepath.Join(dir, "spec.md"), filepath.Join(dir, "old.md")
+	planJSON, _ := json.Marshal(buildPlan(""))
+	planner1 := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: string(planJSON)})
+	se := llmtest.Start(t, replyWO01, replyWO02Bad)
+	url := routeByPath(t, map[string]string{"/v1/responses": planner1.URL, "/v1/chat/completions": se.URL})
+	args := func(url string, extra ...string) []string {
+		return append([]string{"build", "--spec", spec, "--repo", f.repo, "--out", f.out, "--llm-model", "test-model",
+			"--llm-base-url", url, "--no-review", "--poll-interval", "10ms", "--timeout-seconds", "60", "--max-attempts", "1", "--repair", "off"}, extra...)
+	}
+	env := append(gitEnv(t.TempDir()), "OPENAI_API_KEY=k")
+	if res := runFactory(t, env, args(url, "--template", oldTemplate)...); res.code != ExitFail {
+		t.Fatalf("first build: exit %d\n%s", res.code, res.stderr)
+	}
+	first := f.status(t)
+	manifest := filepath.Join(first.PlanDir, planner.ManifestName)
+	withHash, err := os.ReadFile(manifest)
+	if err != nil || !strings.Contains(string(withHash), `"spec_sha256"`) {
+		t.Fatalf("manifest: %v\n%s", err, withHash)
+	}
+	// A plan from before the spec's hash was recorded: factory asks.
+	var m map[string]any
+	json.Unmarshal(withHash, &m)
+	delete(m["compile"].(map[string]any), "spec_sha256")
+	old, _ := json.MarshalIndent(m, "", "  ")
+	writeFiles(t, filepath.Dir(manifest), map[string]string{planner.ManifestName: string(old)})
+	asked := runFactory(t, env, args(url)...)
+	if asked.code != ExitUsage || !strings.Contains(asked.stderr, "--earlier-plan keep") || !strings.Contains(asked.stderr, "--earlier-plan replan") {
+		t.Fatalf("without the spec's hash: exit %d\n%s", asked.code, asked.stderr)
+	}
+	// With it: the build goes on, on its branch, with its plan.
+	writeFiles(t, filepath.Dir(manifest), map[string]string{planner.ManifestName: string(withHash)})
+	se2 := llmtest.Start(t, replyWO02, replyWO03)
+	url2 := routeByPath(t, map[string]string{"/v1/chat/completions": se2.URL})
+	res := runFactory(t, env, args(url2)...)
+	if res.code != ExitPass || !strings.Contains(res.stderr, "whose plan an earlier factory made") {
+		t.Fatalf("resume: exit %d\n%s", res.code, res.stderr)
+	}
+	if st := f.status(t); st.PlanHash != first.PlanHash || st.Branch != first.Branch || !st.Complete {
+		t.Errorf("status after: %+v (first: %s on %s)", st, first.PlanHash, first.Branch)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
+	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/planner"
 	"github.com/factory-harness/factory/internal/repomap"
 	"github.com/factory-harness/factory/internal/repomap/gitsrc"
@@ -184,6 +185,7 @@ func runPlan(cmd *cobra.Command, o *planOptions, env Env) error {
 	written, err := planner.WritePlan(o.out, out.Manifest, planner.CompileInfo{
 		CompileHash: out.Summary.CompileHash, Model: modelName, ReasoningEffort: o.effort,
 		TemplateSHA256: out.Summary.TemplateSHA256, ValidatorVersion: planner.ValidatorVersion,
+		SpecSHA256: canon.SHA256Hex(spec),
 	})
 	if err != nil {
 		return &exitError{code: ExitInternal, err: fmt.Errorf("write plan: %w", err)}

@@ -26,6 +26,26 @@ type CompileInfo struct {
 	ReasoningEffort  string `json:"reasoning_effort"`
 	TemplateSHA256   string `json:"template_sha256"`
 	ValidatorVersion string `json:"validator_version"`
+	// SpecSHA256 is the spec's hash, so a later release that plans the
+	// same spec differently can tell it is the same spec (empty in plans
+	// of releases before it was recorded).
+	SpecSHA256 string `json:"spec_sha256,omitempty"`
+}
+
+// ReadCompileInfo returns the provenance in the manifest of plan dir;
+// nil when the plan was not compiled (or has no manifest).
+func ReadCompileInfo(dir string) (*CompileInfo, error) {
+	data, err := workorder.ReadLimited(filepath.Join(dir, ManifestName), maxPlanFileBytes, "plan")
+	if err != nil {
+		return nil, err
+	}
+	var top struct {
+		Compile *CompileInfo `json:"compile"`
+	}
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, ManifestName), err)
+	}
+	return top.Compile, nil
 }
 
 // PlanFile is WORK_ORDERS_MANIFEST.json: the plan plus its provenance.
