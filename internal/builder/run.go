@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/canon"
+	"github.com/factory-harness/factory/internal/deps"
 	"github.com/factory-harness/factory/internal/factory"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"

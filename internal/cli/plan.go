@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
-	"github.com/factory-harness/factory/internal/canon"
 	"github.com/factory-harness/factory/internal/planner"
 	"github.com/factory-harness/factory/internal/repomap"
 	"github.com/factory-harness/factory/internal/repomap/gitsrc"
