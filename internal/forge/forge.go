@@ -182,8 +182,10 @@ func (e *Error) Hint() string {
 	case e.Status == 403:
 		return "the token lacks a permission this needs (repository contents and pull requests: write), or the forge refused it"
 	case e.Status == 404:
-		return "the repository or item does not exist, or the token cannot see it; check --forge-repo and the token's access"
-	case e.Status == 409 || e.Status == 412 || e.Status == 422: // Gitea: 412 to reopen a merged one
+		return "the repository, branch or item does not exist, or the token cannot see it; check --forge-repo, that the branch is pushed, and the token's access"
+	case e.Status == 412: // Gitea, to change a merged pull request's state
+		return "the pull request is merged; its state cannot change"
+	case e.Status == 409 || e.Status == 422:
 		return "the forge rejected the request's content (a pull request for this branch may already exist, or the branch is not pushed)"
 	case e.Status == 429:
 		return "rate limited; rerun in a few minutes"
