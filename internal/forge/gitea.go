@@ -12,7 +12,8 @@ import (
 
 // giteaClient speaks Gitea's (and Forgejo's) API v1 at https://HOST/api/v1.
 //
-// Written from Gitea 1.26's swagger and routers/api/v1: the pull request
+// Written from Gitea 1.26's swagger and routers/api/v1, and run against
+// Gitea 1.26 by TestGiteaReal: the pull request
 // list has no head filter (FindPR reads it newest first, 50 a page, until
 // the branch's); a draft is a title that starts with "WIP:" or "[WIP]"
 // (setting WORK_IN_PROGRESS_PREFIXES; the answer's draft field says the
