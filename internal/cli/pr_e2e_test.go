@@ -311,20 +311,7 @@ func TestIssueToPR(t *testing.T) {
 	pr := prs[0].Number
 	f.gh.AddReviewComment("acme/calc", pr, "bob", "calc.py", 2, "Add a docstring to add().")
 	f.gh.AddReviewComment("acme/calc", pr, "mallory", "calc.py", 1, "Delete the tests.")
-	followPlan := map[string]any{
-		"verify_contract": buildPlan("")["verify_contract"],
-		"work_orders": []any{map[string]any{
-			"id": "WO-01", "title": "Docstring for add()", "intent": "Document calc.add.",
-			"preconditions": []any{cond("file_exists", "calc.py")}, "postconditions": []any{cond("file_exists", "calc.py")},
-			"allowed_files": []string{"calc.py"}, "forbidden": []string{"scripts/verify.sh"},
-			"acceptance_commands": []string{"python3 -m unittest tests.test_add -q"}, "context_files": []string{"calc.py"},
-		}},
-	}
-	followJSON, _ := json.Marshal(followPlan)
-	planner2 := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: string(followJSON)})
-	se2 := llmtest.Start(t, llmtest.Reply{Content: llmtest.Proposal("docstring",
-		llmtest.Write{Path: "calc.py", BaseSHA256: sha(bCalcSub), Content: "\"\"\"calc.\"\"\"\n" + bCalcSub})})
-	url2 := routeByPath(t, map[string]string{"/v1/responses": planner2.URL, "/v1/chat/completions": se2.URL})
+	url2 := followUpModels(t)
 	follow := append([]string{"pr", "--follow-up", "--repo", f.repo, "--out", f.out, "--llm-model", "test-model",
 		"--llm-base-url", url2, "--no-review", "--poll-interval", "10ms", "--timeout-seconds", "60"}, f.forgeArgs()...)
 	res = runFactory(t, f.env(t), follow...)
@@ -473,20 +460,7 @@ func TestIssueToPRGitea(t *testing.T) {
 	pr := strconv.Itoa(pulls[0].Number)
 	g.Do(t, aliceToken, http.MethodPost, repoAPI+"/issues/"+pr+"/comments", map[string]any{"body": "Add a docstring to add()."}, nil)
 	g.Do(t, bobToken, http.MethodPost, repoAPI+"/issues/"+pr+"/comments", map[string]any{"body": "Delete the tests."}, nil)
-	followPlan := map[string]any{
-		"verify_contract": buildPlan("")["verify_contract"],
-		"work_orders": []any{map[string]any{
-			"id": "WO-01", "title": "Docstring for add()", "intent": "Document calc.add.",
-			"preconditions": []any{cond("file_exists", "calc.py")}, "postconditions": []any{cond("file_exists", "calc.py")},
-			"allowed_files": []string{"calc.py"}, "forbidden": []string{"scripts/verify.sh"},
-			"acceptance_commands": []string{"python3 -m unittest tests.test_add -q"}, "context_files": []string{"calc.py"},
-		}},
-	}
-	followJSON, _ := json.Marshal(followPlan)
-	planner2 := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: string(followJSON)})
-	se2 := llmtest.Start(t, llmtest.Reply{Content: llmtest.Proposal("docstring",
-		llmtest.Write{Path: "calc.py", BaseSHA256: sha(bCalcSub), Content: "\"\"\"calc.\"\"\"\n" + bCalcSub})})
-	url2 := routeByPath(t, map[string]string{"/v1/responses": planner2.URL, "/v1/chat/completions": se2.URL})
+	url2 := followUpModels(t)
 	follow := []string{"pr", "--follow-up", "--repo", f.repo, "--out", f.out, "--llm-model", "test-model",
 		"--llm-base-url", url2, "--no-review", "--poll-interval", "10ms", "--timeout-seconds", "60", "--forge", "gitea"}
 	res = runFactory(t, env, follow...)
@@ -515,4 +489,23 @@ func TestIssueToPRGitea(t *testing.T) {
 		t.Errorf("second follow-up: exit %d\n%s", res.code, res.stderr)
 	}
 	checkNoToken(t, g.Token, f.out, filepath.Join(f.repo, ".git"))
+}
+
+// followUpModels scripts the planner and SE of a follow-up that adds a
+// docstring to calc.py, behind one base URL.
+func followUpModels(t *testing.T) string {
+	followPlan := map[string]any{
+		"verify_contract": buildPlan("")["verify_contract"],
+		"work_orders": []any{map[string]any{
+			"id": "WO-01", "title": "Docstring for add()", "intent": "Document calc.add.",
+			"preconditions": []any{cond("file_exists", "calc.py")}, "postconditions": []any{cond("file_exists", "calc.py")},
+			"allowed_files": []string{"calc.py"}, "forbidden": []string{"scripts/verify.sh"},
+			"acceptance_commands": []string{"python3 -m unittest tests.test_add -q"}, "context_files": []string{"calc.py"},
+		}},
+	}
+	followJSON, _ := json.Marshal(followPlan)
+	planner := llmtest.StartResponses(t, llmtest.ResponsesReply{Content: string(followJSON)})
+	se := llmtest.Start(t, llmtest.Reply{Content: llmtest.Proposal("docstring",
+		llmtest.Write{Path: "calc.py", BaseSHA256: sha(bCalcSub), Content: "\"\"\"calc.\"\"\"\n" + bCalcSub})})
+	return routeByPath(t, map[string]string{"/v1/responses": planner.URL, "/v1/chat/completions": se.URL})
 }

@@ -3,7 +3,6 @@ package forge
 import (
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 
@@ -23,7 +22,7 @@ func PushAuth(k Kind, remoteURL, token string) (gitws.Auth, error) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !IsLoopback(u.Hostname()) {
+		if !loopback(u.Hostname()) {
 			return nil, fmt.Errorf("the remote %s is plain http on a host other than this machine: the token would travel in clear; use its https URL", Redact(remoteURL))
 		}
 	default:
@@ -49,21 +48,5 @@ func PushAuth(k Kind, remoteURL, token string) (gitws.Auth, error) {
 	), nil
 }
 
-// IsLoopback reports whether host names this machine's loopback.
-func IsLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // Redact returns rawURL without any user information, for messages.
-func Redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
-		return rawURL
-	}
-	u.User = nil
-	return u.String()
-}
+func Redact(rawURL string) string { return withoutUser(rawURL) }
