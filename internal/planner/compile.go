@@ -275,7 +275,9 @@ func (c *compiler) validationLoop(ctx context.Context, base, purpose string) (st
 				return "", Result{}, err
 			}
 		}
-		res = Validate(ctx, []byte(content), c.o.Env)
+		env := c.o.Env
+		env.compiled = true
+		res = Validate(ctx, []byte(content), env)
 		if res.PythonErr != nil {
 			// An environment problem, not the model's: a revision cannot fix it.
 			return "", Result{}, fmt.Errorf("python3 is needed to check the python -c acceptance commands: %w", res.PythonErr)

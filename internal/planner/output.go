@@ -2,6 +2,7 @@ package planner
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,9 +56,14 @@ type PlanFile struct {
 	WorkOrders     []workorder.WorkOrder     `json:"work_orders"`
 }
 
-var woFile = regexp.MustCompile(`^WO-\d+\.json$`)
+// woFile is the name of a work order file: WO-NN.json, or WO-NNrK.json for
+// an order a build's repair added (and wrong numbers, which validation
+// reports).
+var woFile = regexp.MustCompile(`^WO-\d+(r\d+)?\.json$`)
 
-// existingPlan lists the work order files and manifest already in dir.
+// existingPlan lists the work order files, in id order (WO-03, WO-03r1,
+// WO-03r2, …, WO-03r10, WO-04: workorder.CompareIDs), then the manifest,
+// already in dir.
 func existingPlan(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -72,7 +78,20 @@ func existingPlan(dir string) ([]string, error) {
 			out = append(out, e.Name())
 		}
 	}
+	slices.SortStableFunc(out, func(a, b string) int {
+		if a == ManifestName || b == ManifestName {
+			return cmp.Compare(boolInt(a == ManifestName), boolInt(b == ManifestName))
+		}
+		return workorder.CompareIDs(strings.TrimSuffix(a, ".json"), strings.TrimSuffix(b, ".json"))
+	})
 	return out, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // CheckOutdir refuses to plan into a directory that already holds a plan,
@@ -133,7 +152,10 @@ const maxPlanFileBytes = MaxPlanBytes + 64*1024
 
 // LoadPlan reads a plan for `factory validate`: a manifest file (with or
 // without our "compile" provenance), a single work order file, or a
-// directory of WO-NN.json files (plus its manifest's verify_contract). It
+// directory of WO-NN.json files (plus its manifest's verify_contract). The
+// orders of a directory come in its manifest's order when the manifest
+// lists exactly the directory's orders (a repaired plan may put WO-05
+// before WO-04), else in id order (existingPlan). It
 // returns the bytes of a plain manifest for Validate, and whether they hold
 // a single work order file (see Env.LoneOrder). No file is read beyond its
 // limit: workorder.MaxWorkOrderBytes for a work order file, a little over
@@ -156,7 +178,8 @@ func LoadPlan(path string) (raw []byte, lone bool, err error) {
 	}
 	var contract json.RawMessage
 	var orders []json.RawMessage
-	for _, name := range names { // ReadDir sorts by name: WO-01 … WO-99
+	var ids, listed []string     // the files' ids; the manifest's
+	for _, name := range names { // in id order: WO-01, WO-01r1, … WO-99
 		file := filepath.Join(path, name)
 		if name == ManifestName {
 			data, err := workorder.ReadLimited(file, maxPlanFileBytes, "plan")
@@ -171,6 +194,12 @@ func LoadPlan(path string) (raw []byte, lone bool, err error) {
 				return nil, false, fmt.Errorf("%s: key %q appears twice", name, dup)
 			}
 			contract = top["verify_contract"]
+			var heads []struct{ ID string }
+			if json.Unmarshal(top["work_orders"], &heads) == nil {
+				for _, h := range heads {
+					listed = append(listed, h.ID)
+				}
+			}
 			continue
 		}
 		data, err := workorder.ReadFile(file)
@@ -183,6 +212,17 @@ func LoadPlan(path string) (raw []byte, lone bool, err error) {
 			return nil, false, fmt.Errorf("%s holds work order %v; name the file after its id", name, head.ID)
 		}
 		orders = append(orders, data)
+		ids = append(ids, strings.TrimSuffix(name, ".json"))
+	}
+	if len(listed) == len(ids) && !slices.Equal(listed, ids) &&
+		slices.Equal(slices.Sorted(slices.Values(listed)), slices.Sorted(slices.Values(ids))) {
+		at := map[string]json.RawMessage{}
+		for i, id := range ids {
+			at[id] = orders[i]
+		}
+		for i, id := range listed {
+			orders[i] = at[id]
+		}
 	}
 	if len(orders) == 0 {
 		if slices.Contains(names, ManifestName) {

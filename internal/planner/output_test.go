@@ -1,10 +1,14 @@
 package planner
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/factory-harness/factory/internal/workorder"
 )
 
 func TestLoadPlanFile(t *testing.T) {
@@ -71,5 +75,69 @@ func TestLoadPlanDirectory(t *testing.T) {
 				t.Errorf("LoadPlan = %s, %v; want %q and no compile block", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// A repaired plan's directory: WO-NNrK.json files are part of the plan, in
+// id order (WO-03r2 before WO-03r10), or in the manifest's order when the
+// manifest lists exactly the directory's orders.
+func TestLoadPlanDirectoryRepairIDs(t *testing.T) {
+	wo := func(id string) string {
+		return `{"id":"` + id + `","title":"t","intent":"i","allowed_files":["a.py"],"forbidden":[],"acceptance_commands":["true"],"context_files":[]}`
+	}
+	ids := func(raw []byte) []string {
+		var p struct {
+			WorkOrders []struct{ ID string } `json:"work_orders"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, w := range p.WorkOrders {
+			out = append(out, w.ID)
+		}
+		return out
+	}
+	for name, c := range map[string]struct {
+		manifest []string // nil: no manifest
+		want     []string
+	}{
+		"id order":                 {nil, []string{"WO-01", "WO-03", "WO-03r1", "WO-03r2", "WO-03r10", "WO-04", "WO-05"}},
+		"manifest order":           {[]string{"WO-01", "WO-05", "WO-03r2", "WO-03r1", "WO-03r10", "WO-03", "WO-04"}, []string{"WO-01", "WO-05", "WO-03r2", "WO-03r1", "WO-03r10", "WO-03", "WO-04"}},
+		"manifest of another plan": {[]string{"WO-01", "WO-02"}, []string{"WO-01", "WO-03", "WO-03r1", "WO-03r2", "WO-03r10", "WO-04", "WO-05"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, id := range []string{"WO-05", "WO-03r10", "WO-04", "WO-03r2", "WO-01", "WO-03r1", "WO-03"} {
+				os.WriteFile(filepath.Join(dir, id+".json"), []byte(wo(id)), 0o644)
+			}
+			if c.manifest != nil {
+				var list []string
+				for _, id := range c.manifest {
+					list = append(list, wo(id))
+				}
+				os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"verify_contract":null,"work_orders":[`+strings.Join(list, ",")+`]}`), 0o644)
+			}
+			raw, _, err := LoadPlan(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(raw); !slices.Equal(got, c.want) {
+				t.Errorf("orders %v, want %v", got, c.want)
+			}
+		})
+	}
+	// WritePlan removes a stale WO-NNrK.json as it does a WO-NN.json.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "WO-02r1.json"), []byte(wo("WO-02r1")), 0o644)
+	var w workorder.WorkOrder
+	if err := json.Unmarshal([]byte(wo("WO-01")), &w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WritePlan(dir, &workorder.Manifest{WorkOrders: []workorder.WorkOrder{w}}, CompileInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "WO-02r1.json")); !os.IsNotExist(err) {
+		t.Errorf("stale WO-02r1.json: %v", err)
 	}
 }

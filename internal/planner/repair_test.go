@@ -151,20 +151,33 @@ func TestValidateRepair(t *testing.T) {
 	}
 }
 
-// Without a repair, a plan keeps its id rule: WO-01, WO-02, … in order.
+// A plan holding a WO-NNrK id is a repaired one: its ids need only be
+// unique, in any order, whoever validates it (factory validate, build
+// --plan); a plan of WO-NN ids keeps the rule WO-01, WO-02, … in order, and
+// a compile's reply keeps it whatever its ids.
 func TestRepairIDsOnlyInRepairedPlans(t *testing.T) {
 	raw := plan(t, nil, wo(1), wo(2, set("id", "WO-02r1")))
-	if got := codes(Validate(context.Background(), raw, Env{}).Errors()); !slices.Equal(got, []string{"E001"}) {
+	if got := codes(Validate(context.Background(), raw, Env{compiled: true}).Errors()); !slices.Equal(got, []string{"E001"}) {
 		t.Errorf("a compiled plan with WO-02r1: %v, want E001", got)
 	}
-	res := Validate(context.Background(), raw, Env{RepairIDs: true})
-	if len(res.Errors()) > 0 || res.Manifest == nil || res.Manifest.WorkOrders[1].ID != "WO-02r1" {
-		t.Errorf("a repaired plan with WO-02r1: %+v", res.Errors())
+	for _, env := range []Env{{}, {RepairIDs: true}} {
+		res := Validate(context.Background(), raw, env)
+		if len(res.Errors()) > 0 || res.Manifest == nil || res.Manifest.WorkOrders[1].ID != "WO-02r1" {
+			t.Errorf("a repaired plan with WO-02r1 (RepairIDs %v): %+v", env.RepairIDs, res.Errors())
+		}
 	}
-	for id, ok := range map[string]bool{"WO-01": true, "WO-99": true, "WO-03r1": true, "WO-03r99": true, "WO-00r1": false,
-		"WO-03r0": false, "WO-03r01": false, "WO-3r1": false, "WO-03R1": false, "WO-03r": false, "WO-100": false} {
-		if got := CheckRepairID(id) == nil; got != ok {
-			t.Errorf("CheckRepairID(%q) accepted %v, want %v", id, got, ok)
+	// Repaired: a gap and any order, but no duplicate and no bad id.
+	for name, c := range map[string]struct {
+		raw  []byte
+		want []string
+	}{
+		"gap and order": {plan(t, nil, wo(1), wo(4, set("id", "WO-03r1")), wo(4)), nil},
+		"duplicate":     {plan(t, nil, wo(1), wo(2, set("id", "WO-02r1")), wo(3, set("id", "WO-02r1"))), []string{"E001"}},
+		"bad id":        {plan(t, nil, wo(1), wo(2, set("id", "WO-02r1")), wo(3, set("id", "WO-3"))), []string{"E001"}},
+		"plain gap":     {plan(t, nil, wo(1), wo(3)), []string{"E001"}},
+	} {
+		if got := codes(Validate(context.Background(), c.raw, Env{}).Errors()); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
 		}
 	}
 }

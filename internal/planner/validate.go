@@ -79,13 +79,19 @@ type Env struct {
 	// compile.
 	Python PythonInspector
 	// RepairIDs says the plan is one a repair wrote (see Repair): its ids
-	// follow CheckRepairID — WO-NN or WO-NNrK, unique, in any order —
-	// instead of running WO-01, WO-02, … (E001).
+	// are work order ids (workorder.CheckID: WO-NN or WO-NNrK), unique, in
+	// any order, instead of running WO-01, WO-02, … (E001). A plan that
+	// holds a WO-NNrK id is taken for a repaired plan without it — only a
+	// repair writes such ids —, except the reply to a compile.
 	RepairIDs bool
 	// Repair, when set, checks the plan as the reply to a repair request
 	// (E109–E112 and preconditions at the branch's tip; see
 	// ValidateRepair); it implies RepairIDs.
 	Repair *RepairContext
+
+	// compiled says the plan is a compile's reply: its ids run WO-01,
+	// WO-02, … whatever they hold (Compile sets it).
+	compiled bool
 }
 
 func (e Env) repairIDs() bool { return e.RepairIDs || e.Repair != nil }
@@ -96,7 +102,7 @@ type Result struct {
 	// workorder.ParseWorkOrder would; workorder.ParseManifest accepts its
 	// JSON. It is nil when the plan or an order could not be parsed (any
 	// E000, E004 or E005) or an id is not a work order id at all (E001
-	// for an id CheckID refuses); otherwise it is set even if other errors
+	// for an id workorder.CheckID refuses); otherwise it is set even if other errors
 	// remain (ids out of sequence, the chain checks), so check Errors()
 	// before using it.
 	Manifest *workorder.Manifest
@@ -170,8 +176,11 @@ func Validate(ctx context.Context, raw []byte, env Env) Result {
 }
 
 type validator struct {
-	ctx       context.Context
-	env       Env
+	ctx context.Context
+	env Env
+	// repaired says the plan's ids follow the rule of repaired plans (see
+	// Env.RepairIDs).
+	repaired  bool
 	issues    []located
 	pythonErr error
 }

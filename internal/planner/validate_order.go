@@ -45,12 +45,14 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 	if v.env.LoneOrder && workorder.CheckID(id) == nil {
 		want = id // one work order, not a plan: any id run accepts will do
 	}
-	if v.env.repairIDs() {
+	if v.repaired {
 		v.repairID(idx, o, id, isString, seen)
 	} else if isString && id != want {
 		switch first, dup := seen[id]; {
 		case workorder.CheckID(id) != nil:
 			v.add(idx, "E001", o.woid, "id", "%s is not of the form WO-NN (two digits); work order %d must be %q", clip(id, maxIDBytes), idx+1, want)
+		case v.env.compiled && !v.env.LoneOrder && isRepairID(id):
+			v.add(idx, "E001", o.woid, "id", "%q is the id of an order a repair adds; a plan's ids run WO-01, WO-02, … without gaps, so work order %d must be %q", id, idx+1, want)
 		case dup:
 			v.add(idx, "E001", o.woid, "id", "%q is already the id of work order %d; ids run WO-01, WO-02, … without duplicates, so work order %d must be %q", id, first+1, idx+1, want)
 		default:
@@ -104,9 +106,6 @@ func (v *validator) order(idx int, raw json.RawMessage, seen map[string]int) *or
 		}
 		if idOnly {
 			o.wo = &w
-			// A repaired plan's ids follow their own rule (CheckRepairID),
-			// which repairID has checked.
-			o.parsed = v.env.repairIDs() && CheckRepairID(w.ID) == nil
 		}
 	} else {
 		o.wo, o.parsed = &w, true

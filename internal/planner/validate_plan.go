@@ -42,6 +42,11 @@ func (v *validator) plan(raw []byte) *workorder.Manifest {
 	if !ok {
 		fatal = true
 	}
+	v.repaired = v.env.repairIDs() || !v.env.compiled && slices.ContainsFunc(rawOrders, func(r json.RawMessage) bool {
+		id, _ := looseString(looseObject(r)["id"])
+		_, k, ok := workorder.ParseID(id)
+		return ok && k > 0
+	})
 	orders := make([]*order, len(rawOrders))
 	seen := map[string]int{}
 	badID := false

@@ -11,7 +11,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/factory-harness/factory/internal/canon"
@@ -38,29 +37,23 @@ type RepairContext struct {
 	TipFiles []string
 }
 
-// repairIDPattern is WO-NN, or WO-NNrK for an order a repair added.
-var repairIDPattern = regexp.MustCompile(`^WO-([0-9]{2})(?:r([1-9][0-9]?))?$`)
-
-// CheckRepairID reports whether id may name an order of a repaired plan: a
-// work order id WO-01 … WO-99, or WO-NNrK (K from 1 to 99) for an order a
-// repair added — WO-03r1 for the first order that replaces WO-03, say.
-func CheckRepairID(id string) error {
-	if m := repairIDPattern.FindStringSubmatch(id); m == nil || m[1] == "00" {
-		return fmt.Errorf("%s is not a work order id; ids are WO-01 … WO-%02d, or WO-NNrK (K from 1 to 99, e.g. WO-03r1) for an order a repair adds", clip(id, maxIDBytes), workorder.MaxWorkOrders)
-	}
-	return nil
+// isRepairID reports an id of the form WO-NNrK: an order a repair added.
+func isRepairID(id string) bool {
+	_, k, ok := workorder.ParseID(id)
+	return ok && k > 0
 }
 
-// repairID is the E001 check of a repaired plan: every id follows
-// CheckRepairID and none appears twice; the order is free.
+// repairID is the E001 check of a repaired plan: every id is a work order
+// id (workorder.CheckID: WO-NN or WO-NNrK) and none appears twice; the
+// order is free.
 func (v *validator) repairID(idx int, o *order, id string, isString bool, seen map[string]int) {
 	if !isString {
 		return // E005 says what the id must be
 	}
 	first, dup := seen[id]
 	switch {
-	case CheckRepairID(id) != nil:
-		v.add(idx, "E001", o.woid, "id", "%v", CheckRepairID(id))
+	case workorder.CheckID(id) != nil:
+		v.add(idx, "E001", o.woid, "id", "%v", workorder.CheckID(id))
 	case dup:
 		v.add(idx, "E001", o.woid, "id", "%q is already the id of work order %d; every work order needs an id of its own", id, first+1)
 	}
@@ -71,11 +64,7 @@ func (v *validator) repairID(idx int, o *order, id string, isString bool, seen m
 
 // idNumber is NN of WO-NN or WO-NNrK, 0 for another id.
 func idNumber(id string) int {
-	m := repairIDPattern.FindStringSubmatch(id)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
+	n, _, _ := workorder.ParseID(id)
 	return n
 }
 
@@ -169,7 +158,7 @@ func (v *validator) repair(orders []*order, contract *workorder.VerifyContract, 
 	changed := 0 // revised or new orders
 	for _, o := range rest {
 		id := o.woid
-		if CheckRepairID(id) != nil {
+		if workorder.CheckID(id) != nil {
 			continue // E001 or E005 says
 		}
 		if k, ok := committedIDs[id]; ok {

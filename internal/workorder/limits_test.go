@@ -3,6 +3,7 @@ package workorder
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,23 @@ func TestCheckID(t *testing.T) {
 		{"WO-01 ", false},
 		{"", false},
 		{"bench-true", false},
+		// WO-NNrK: an order a build's repair added.
+		{"WO-03r1", true},
+		{"WO-01r9", true},
+		{"WO-99r99", true},
+		{"WO-03r10", true},
+		{"WO-00r1", false},
+		{"WO-03r0", false},
+		{"WO-03r01", false},
+		{"WO-03r100", false},
+		{"WO-3r1", false},
+		{"WO-03R1", false},
+		{"WO-03r", false},
+		{"WO-03r1 ", false},
+		{"WO-03r+1", false},
+		{"WO-03rr1", false},
+		{"WO-03-r1", false},
+		{"WO-03r1r1", false},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
 			err := CheckID(tc.id)
@@ -42,13 +60,28 @@ func TestCheckID(t *testing.T) {
 		if err := CheckID(FormatID(n)); err != nil {
 			t.Fatalf("CheckID(FormatID(%d)): %v", n, err)
 		}
+		if got, k, ok := ParseID(FormatID(n)); !ok || got != n || k != 0 {
+			t.Fatalf("ParseID(FormatID(%d)) = %d, %d, %v", n, got, k, ok)
+		}
+	}
+	if n, k, ok := ParseID("WO-03r12"); !ok || n != 3 || k != 12 {
+		t.Errorf("ParseID(WO-03r12) = %d, %d, %v", n, k, ok)
+	}
+}
+
+func TestCompareIDs(t *testing.T) {
+	ids := []string{"WO-10", "x", "WO-03r10", "WO-04", "WO-03", "WO-03r2", "WO-1", "WO-03r1", "WO-01"}
+	slices.SortFunc(ids, CompareIDs)
+	want := []string{"WO-01", "WO-03", "WO-03r1", "WO-03r2", "WO-03r10", "WO-04", "WO-10", "WO-1", "x"}
+	if !slices.Equal(ids, want) {
+		t.Errorf("sorted %v, want %v", ids, want)
 	}
 }
 
 // TestParseWorkOrderRefusesBadIDs: `factory run` refuses what the planner's
 // E001 refuses (the planner tests check the other direction).
 func TestParseWorkOrderRefusesBadIDs(t *testing.T) {
-	for _, id := range []string{"WO-1", "WO-100", "task-1"} {
+	for _, id := range []string{"WO-1", "WO-100", "task-1", "WO-03r0", "WO-3r1"} {
 		_, err := ParseWorkOrder(orderWith(t, func(m map[string]any) { m["id"] = id }))
 		if err == nil || !strings.Contains(err.Error(), "id: ") {
 			t.Errorf("id %q: err = %v, want an id error", id, err)

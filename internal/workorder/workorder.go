@@ -4,6 +4,7 @@
 package workorder
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -42,15 +43,68 @@ const (
 )
 
 // CheckID reports whether id is a work order id: "WO-" and a number from
-// 1 to MaxWorkOrders in two digits, WO-01 … WO-99. `factory run` and the
-// planner share this rule; the planner also wants the ids of a plan to run
-// WO-01, WO-02, … in order.
+// 1 to MaxWorkOrders in two digits, WO-01 … WO-99, or such an id followed
+// by "r" and a number K from 1 to 99 without a leading zero, WO-03r1 …
+// WO-03r99: the ids a build's repair gives the orders it adds (WO-03r1 is
+// the first order that replaces WO-03). `factory run`, the planner and
+// the builder share this rule; a compiled plan's ids also run WO-01,
+// WO-02, … in order.
 func CheckID(id string) error {
-	n, err := strconv.Atoi(strings.TrimPrefix(id, "WO-"))
-	if !strings.HasPrefix(id, "WO-") || err != nil || n < 1 || n > MaxWorkOrders || FormatID(n) != id {
-		return fmt.Errorf("%s is not a work order id; ids are WO-01 … WO-%02d (two digits)", clip(id), MaxWorkOrders)
+	if _, _, ok := ParseID(id); !ok {
+		return fmt.Errorf("%s is not a work order id; ids are WO-01 … WO-%02d (two digits), or WO-NNrK (K from 1 to 99, e.g. WO-03r1) for an order a repair adds", clip(id), MaxWorkOrders)
 	}
 	return nil
+}
+
+// ParseID splits a work order id (CheckID) into its number n and its
+// repair number k (0 for WO-NN); ok is false for anything else.
+func ParseID(id string) (n, k int, ok bool) {
+	rest, found := strings.CutPrefix(id, "WO-")
+	if !found || len(rest) < 2 || !isDigits(rest[:2]) {
+		return 0, 0, false
+	}
+	n, _ = strconv.Atoi(rest[:2])
+	if n < 1 || n > MaxWorkOrders {
+		return 0, 0, false
+	}
+	if len(rest) == 2 {
+		return n, 0, true
+	}
+	ks, found := strings.CutPrefix(rest[2:], "r")
+	if !found || len(ks) < 1 || len(ks) > 2 || ks[0] == '0' || !isDigits(ks) {
+		return 0, 0, false
+	}
+	k, _ = strconv.Atoi(ks)
+	return n, k, true
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// CompareIDs orders work order ids by number, then repair number: WO-03,
+// WO-03r1, WO-03r2, WO-03r10, WO-04. Strings that are not ids come after
+// every id, in byte order.
+func CompareIDs(a, b string) int {
+	an, ak, aok := ParseID(a)
+	bn, bk, bok := ParseID(b)
+	switch {
+	case aok && bok:
+		if an != bn {
+			return cmp.Compare(an, bn)
+		}
+		return cmp.Compare(ak, bk)
+	case aok:
+		return -1
+	case bok:
+		return 1
+	}
+	return strings.Compare(a, b)
 }
 
 // FormatID is the id of the n-th work order of a plan, counting from 1.
