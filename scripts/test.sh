@@ -8,7 +8,10 @@
 #     and run its arm64 build (apt-get);
 #   - Debian's cmake and make, for the C/C++ projects' default verification (apt-get); rustup's
 #     cargo is looked for in ~/.cargo/bin, where rustup installs it;
-#   - the Temporal CLI, for the dev server the scale-out tests start (go install, ~3 minutes once).
+#   - the Temporal CLI, for the dev server the scale-out tests start (go install, ~3 minutes once);
+#   - Gitea, the real forge the pull-request tests start (scripts/gitea.sh: built from the Go
+#     module into ~/.cache/factory/gitea, once; the longest step on a fresh machine). The tests
+#     then require it (FACTORY_REQUIRE_GITEA=1): a missing Gitea fails them instead of skipping.
 #
 # Each step is skipped when the component is present, so a second run starts the tests at once.
 # Set FACTORY_TEST_NO_INSTALL=1 to install nothing: the tests that need a missing component then
@@ -56,6 +59,16 @@ if [ "${FACTORY_TEST_NO_INSTALL:-0}" != 1 ]; then
     apt_install "${missing[@]}"
   fi
 
+  # Gitea's build is the longest step on a fresh machine (~17 min of CPU, about half that in
+  # wall time on 2 idle cores; a minute when Go's build cache is warm): it starts now, after gcc is
+  # there, runs while the steps below download, and is waited for before the tests.
+  gitea_pid=""
+  if [ -z "${FACTORY_GITEA:-}" ]; then
+    gitea_out="$(mktemp)"
+    scripts/gitea.sh >"$gitea_out" &
+    gitea_pid=$!
+  fi
+
   if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
     scripts/install-agent-clis.sh >/dev/null
   else
@@ -66,6 +79,14 @@ if [ "${FACTORY_TEST_NO_INSTALL:-0}" != 1 ]; then
     say "installing the Temporal CLI $TEMPORAL_CLI_VERSION into $gobin (go install; a few minutes, once)"
     go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION"
   fi
+
+  if [ -n "$gitea_pid" ]; then
+    say "waiting for scripts/gitea.sh"
+    wait "$gitea_pid" || { say "scripts/gitea.sh failed (its output is above)"; exit 1; }
+    FACTORY_GITEA="$(tail -n 1 "$gitea_out")"
+    rm -f "$gitea_out"
+  fi
+  export FACTORY_GITEA FACTORY_REQUIRE_GITEA=1
 fi
 
 go version
