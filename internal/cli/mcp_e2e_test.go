@@ -104,7 +104,7 @@ func TestMCPToolsListSchemas(t *testing.T) {
 		mcp.ToolValidate: {[]string{"plan_dir"}, []string{"repo"}},
 		mcp.ToolPlan:     {[]string{"llm_model", "out", "spec"}, []string{"llm_base_url", "no_review", "overwrite", "repo"}},
 		mcp.ToolBuild: {[]string{"llm_model", "out", "repo"},
-			[]string{"branch", "jobs", "llm_base_url", "max_cost_usd", "max_tokens", "no_review", "plan_dir", "spec"}},
+			[]string{"branch", "jobs", "llm_base_url", "max_cost_usd", "max_repairs", "max_tokens", "no_review", "plan_dir", "repair", "spec"}},
 		mcp.ToolStatus: {[]string{"repo"}, nil},
 		mcp.ToolPR:     {[]string{"repo"}, append([]string{"build"}, forgeArgs...)},
 		mcp.ToolIssue: {[]string{"issue", "llm_model", "out", "repo"},

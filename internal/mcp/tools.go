@@ -83,6 +83,8 @@ type BuildArgs struct {
 	Jobs       int     `json:"jobs,omitempty" jsonschema:"work orders run at once; this version runs them one at a time, so only 1 (the default) is accepted"`
 	NoReview   bool    `json:"no_review,omitempty" jsonschema:"with spec: skip the planner's reviewer pass"`
 	Branch     string  `json:"branch,omitempty" jsonschema:"the branch to build on (default factory/<plan hash>; never main or master)"`
+	Repair     string  `json:"repair,omitempty" jsonschema:"when a work order fails every attempt: auto (the default) asks the planner to repair the rest of the plan (the failed order and those not run yet; committed orders stay) and goes on, off stops the build there"`
+	MaxRepairs *int    `json:"max_repairs,omitempty" jsonschema:"repairs of the plan per build, counted across resumes, with repair auto (default 2; 0: none)"`
 }
 
 // StatusArgs are factory_status's arguments.
@@ -305,6 +307,10 @@ func (s *Server) build(ctx context.Context, req *sdk.CallToolRequest, a BuildArg
 	if err := checkBuildArgs(a.Jobs, a.MaxTokens, a.MaxCostUSD, a.Branch); err != nil {
 		return nil, nil, err
 	}
+	repair, maxRepairs, err := repairArgs(a.Repair, a.MaxRepairs)
+	if err != nil {
+		return nil, nil, err
+	}
 	p, err := s.paths(arg("repo", a.Repo), arg("out", a.Out), arg("spec", a.Spec), arg("plan_dir", a.PlanDir))
 	if err != nil {
 		return nil, nil, err
@@ -314,6 +320,7 @@ func (s *Server) build(ctx context.Context, req *sdk.CallToolRequest, a BuildArg
 		return nil, nil, err
 	}
 	bo.Repo, bo.Out, bo.SpecPath, bo.PlanDir, bo.Branch = p[0], p[1], p[2], p[3], a.Branch
+	bo.Repair, bo.MaxRepairs = repair, maxRepairs
 	sum, err := s.runBuild(ctx, req, ToolBuild, bo)
 	if err != nil {
 		return nil, nil, err
@@ -333,6 +340,27 @@ func checkBuildArgs(jobs int, maxTokens int64, maxCostUSD float64, branch string
 		return fmt.Errorf("branch %s: factory build never works on main or master; give another branch or leave it out", branch)
 	}
 	return nil
+}
+
+// DefaultMaxRepairs is max_repairs when it is left out, as `factory build
+// --max-repairs`.
+const DefaultMaxRepairs = 2
+
+// repairArgs reads factory_build's repair ("auto", the default, or "off")
+// and max_repairs (default DefaultMaxRepairs) as builder.Options.Repair
+// and MaxRepairs, as `factory build --repair --max-repairs` does.
+func repairArgs(repair string, maxRepairs *int) (bool, int, error) {
+	n := DefaultMaxRepairs
+	if maxRepairs != nil {
+		n = *maxRepairs
+	}
+	switch {
+	case repair != "" && repair != "auto" && repair != "off":
+		return false, 0, fmt.Errorf("repair must be auto or off, got %q", repair)
+	case n < 0:
+		return false, 0, fmt.Errorf("max_repairs must not be negative, got %d", n)
+	}
+	return repair != "off", n, nil
 }
 
 // runBuild runs the build bo for the tool call req, with a progress
