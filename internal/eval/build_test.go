@@ -57,7 +57,8 @@ func TestRunWithBuildFunc(t *testing.T) {
 			return nil, errors.New("workflow lost: the server is unreachable")
 		case "fails":
 			wo[0].Outcome, wo[0].Attempts = builder.OutcomeFailed, 2
-			return &builder.Summary{Verdict: builder.VerdictFail, Tokens: 7, WorkOrders: wo, BuildDir: b.Out}, nil
+			repairs := []builder.RepairRecord{{Repair: 1, Failed: "WO-01", Outcome: builder.RepairApplied}, {Repair: 2, Failed: "WO-01r1", Outcome: builder.RepairGaveUp}}
+			return &builder.Summary{Verdict: builder.VerdictFail, Tokens: 7, WorkOrders: wo, BuildDir: b.Out, Repairs: repairs}, nil
 		}
 		repo, err := gitws.Open(ctx, b.Repo)
 		if err != nil {
@@ -92,8 +93,8 @@ func TestRunWithBuildFunc(t *testing.T) {
 			t.Errorf("%s: %s (%q), want %s %s %s (%q)", r.Model, got, r.Error, want.status, want.verdict, want.checks, want.err)
 		}
 	}
-	if rs[1].Attempts != 2 || rs[1].Tokens != 7 || rs[0].Tokens != 5 || !rs[0].FirstAttemptPass {
-		t.Errorf("attempts and tokens from the summary: %+v", rs[:2])
+	if rs[1].Attempts != 2 || rs[1].Tokens != 7 || rs[0].Tokens != 5 || !rs[0].FirstAttemptPass || rs[1].Repairs != 2 || rs[0].Repairs != 0 {
+		t.Errorf("attempts, tokens and repairs from the summary: %+v", rs[:2])
 	}
 	// Again: only the error is built again.
 	if _, err := Run(context.Background(), o); err != nil {

@@ -369,7 +369,11 @@ func describe(r Result) string {
 	if r.BuildVerdict == builder.VerdictPass {
 		fmt.Fprintf(&sb, ", checks %d/%d", r.ChecksPassed, r.ChecksTotal)
 	}
-	fmt.Fprintf(&sb, ", %d attempt(s), %d tokens, %.1fs)", r.Attempts, r.Tokens, r.WallSeconds)
+	fmt.Fprintf(&sb, ", %d attempt(s)", r.Attempts)
+	if r.Repairs > 0 {
+		fmt.Fprintf(&sb, ", %d repair(s)", r.Repairs)
+	}
+	fmt.Fprintf(&sb, ", %d tokens, %.1fs)", r.Tokens, r.WallSeconds)
 	if r.FailedCheck != nil {
 		fmt.Fprintf(&sb, "; check %d %s exited %d", r.FailedCheck.Index, quoteArgv(r.FailedCheck.Command), r.FailedCheck.ExitCode)
 	}
@@ -488,6 +492,7 @@ func (e *eval) do(ctx context.Context, k RunKey) (Result, *llm.BudgetError) {
 			}
 		}
 		r.FirstAttemptPass = sum.Verdict == builder.VerdictPass && first
+		r.Repairs = len(sum.Repairs)
 	}
 	var budget *llm.BudgetError
 	switch {

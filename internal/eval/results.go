@@ -50,8 +50,12 @@ type Result struct {
 	WorkOrdersTotal  int          `json:"work_orders_total"`
 	Attempts         int          `json:"attempts"`
 	FirstAttemptPass bool         `json:"first_attempt_pass"`
-	Tokens           int64        `json:"tokens"`
-	CostUSD          *float64     `json:"cost_usd"` // null when a price is unknown
+	// Repairs is how many repairs of the plan the build used (its
+	// summary's repairs: applied, given up or rejected; see `factory build
+	// --repair`).
+	Repairs int      `json:"repairs"`
+	Tokens  int64    `json:"tokens"`
+	CostUSD *float64 `json:"cost_usd"` // null when a price is unknown
 	// InputTokens is the prompt tokens of Tokens; CachedInputTokens and
 	// CacheWriteTokens the parts of them read from and written to the
 	// providers' prompt caches.
@@ -151,6 +155,15 @@ type ModelStats struct {
 	SolveRateLow       *float64 `json:"solve_rate_low"`
 	SolveRateHigh      *float64 `json:"solve_rate_high"`
 	SolvedFirstAttempt int      `json:"solved_first_attempt"`
+	// Repairs counts the repairs of the plan the judged runs' builds used;
+	// SolvedAfterRepair the solved runs whose build used at least one.
+	// RepairsPerRun is their mean over the judged runs, RepairsPerSolved
+	// the mean over the solved runs of the repairs each used (null without
+	// such a run).
+	Repairs           int      `json:"repairs"`
+	SolvedAfterRepair int      `json:"solved_after_repair"`
+	RepairsPerRun     *float64 `json:"repairs_per_run"`
+	RepairsPerSolved  *float64 `json:"repairs_per_solved"`
 	// Means over the judged runs, and per solved run (null without one);
 	// a cost is null when a price is unknown.
 	MeanTokensPerRun *float64 `json:"mean_tokens_per_run"`
@@ -206,6 +219,7 @@ func summarize(s Summary, results []Result) Summary {
 		var input, cached int64
 		costKnown := true
 		var walls []float64
+		solvedRepairs := 0
 		for _, r := range results {
 			if r.Model != m {
 				continue
@@ -221,9 +235,14 @@ func summarize(s Summary, results []Result) Summary {
 				if r.FirstAttemptPass {
 					st.SolvedFirstAttempt++
 				}
+				solvedRepairs += r.Repairs
+				if r.Repairs > 0 {
+					st.SolvedAfterRepair++
+				}
 			default:
 				st.Unsolved++
 			}
+			st.Repairs += r.Repairs
 			tokens, output = tokens+float64(r.Tokens), output+float64(r.OutputTokens)
 			input, cached = input+r.InputTokens, cached+r.CachedInputTokens
 			if r.CostUSD == nil {
@@ -238,6 +257,7 @@ func summarize(s Summary, results []Result) Summary {
 			lo, hi := Wilson(st.Solved, judged)
 			st.SolveRate, st.SolveRateLow, st.SolveRateHigh = &rate, &lo, &hi
 			st.MeanTokensPerRun = ptr(tokens / float64(judged))
+			st.RepairsPerRun = ptr(float64(st.Repairs) / float64(judged))
 			if costKnown {
 				st.MeanCostPerRun = ptr(cost / float64(judged))
 			}
@@ -248,6 +268,7 @@ func summarize(s Summary, results []Result) Summary {
 		}
 		if st.Solved > 0 {
 			st.TokensPerSolved = ptr(tokens / float64(st.Solved))
+			st.RepairsPerSolved = ptr(float64(solvedRepairs) / float64(st.Solved))
 			st.OutputTokensPerSolved = ptr(output / float64(st.Solved))
 			if costKnown {
 				st.CostPerSolved = ptr(cost / float64(st.Solved))
@@ -307,12 +328,12 @@ func Wilson(k, n int) (low, high float64) {
 func PrintTable(w io.Writer, s Summary) {
 	fmt.Fprintf(w, "eval %s: %d case(s) × %d model(s) × %d run(s); %d of %d runs finished\n",
 		s.EvalID, len(s.Cases), len(s.Models), s.Runs, s.Finished, s.Planned)
-	rows := [][]string{{"model", "runs", "solved", "unsolved", "errors", "solve rate", "95% CI", "1st try", "tokens/run", "cost/run", "tokens/solved", "output/solved", "cost/solved", "cached", "median wall"}}
+	rows := [][]string{{"model", "runs", "solved", "unsolved", "errors", "solve rate", "95% CI", "1st try", "tokens/run", "cost/run", "tokens/solved", "output/solved", "cost/solved", "repairs/run", "repairs/solved", "cached", "median wall"}}
 	for _, m := range s.PerModel {
 		rows = append(rows, []string{m.Model, itoa(m.Runs), itoa(m.Solved), itoa(m.Unsolved), itoa(m.Errors),
 			percent(m.SolveRate), interval(m.SolveRateLow, m.SolveRateHigh), itoa(m.SolvedFirstAttempt),
 			number(m.MeanTokensPerRun), dollars(m.MeanCostPerRun), number(m.TokensPerSolved), number(m.OutputTokensPerSolved), dollars(m.CostPerSolved),
-			percent(m.CacheHitRate), seconds(m.MedianWallSeconds)})
+			decimal(m.RepairsPerRun), decimal(m.RepairsPerSolved), percent(m.CacheHitRate), seconds(m.MedianWallSeconds)})
 	}
 	writeRows(w, rows)
 	fmt.Fprintln(w)
@@ -385,6 +406,13 @@ func number(f *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f", *f)
+}
+
+func decimal(f *float64) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *f)
 }
 
 func dollars(f *float64) string {

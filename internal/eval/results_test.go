@@ -73,3 +73,33 @@ func TestSummarize(t *testing.T) {
 		}
 	}
 }
+
+// Repairs of the plan: the runs' repairs per judged run and per solved
+// run; an error's repairs do not count.
+func TestSummarizeRepairs(t *testing.T) {
+	rs := []Result{
+		{Case: "a", Model: "m1", Run: 1, Status: StatusSolved, Repairs: 2},
+		{Case: "a", Model: "m1", Run: 2, Status: StatusSolved},
+		{Case: "a", Model: "m1", Run: 3, Status: StatusUnsolved, Repairs: 2},
+		{Case: "a", Model: "m1", Run: 4, Status: StatusError, Repairs: 1},
+		{Case: "a", Model: "m2", Run: 1, Status: StatusUnsolved, Repairs: 1},
+	}
+	s := summarize(Summary{Models: []string{"m1", "m2", "m3"}, Cases: []string{"a"}, Planned: 12}, rs)
+	m1, m2, m3 := s.PerModel[0], s.PerModel[1], s.PerModel[2]
+	if m1.Repairs != 4 || m1.SolvedAfterRepair != 1 || *m1.RepairsPerRun != 4.0/3 || *m1.RepairsPerSolved != 1 {
+		t.Errorf("m1: repairs %d, solved after repair %d, per run %v, per solved %v", m1.Repairs, m1.SolvedAfterRepair, *m1.RepairsPerRun, *m1.RepairsPerSolved)
+	}
+	if m2.Repairs != 1 || *m2.RepairsPerRun != 1 || m2.RepairsPerSolved != nil || m3.RepairsPerRun != nil {
+		t.Errorf("m2: repairs %d per run %v per solved %v; m3 per run %v", m2.Repairs, *m2.RepairsPerRun, m2.RepairsPerSolved, m3.RepairsPerRun)
+	}
+	var table strings.Builder
+	PrintTable(&table, s)
+	for _, want := range []string{"repairs/run", "repairs/solved", "1.33", "1.00"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if d := describe(rs[0]); !strings.Contains(d, "2 repair(s)") {
+		t.Errorf("progress line %q does not count the repairs", d)
+	}
+}
