@@ -164,11 +164,12 @@ func TestRunLockHeld(t *testing.T) {
 	git(t, f.repo, "worktree", "add", "-q", "-b", "feature", wt)
 	f.baseline = treeSnapshot(t, f.repo)
 	first := factoryCmd(t, []string{"OPENAI_API_KEY=k"}, "run", "--repo", f.repo, "--work-order", f.woPath,
-		"--out", f.out, "--llm-model", "m", "--llm-base-url", f.srv.URL, "--timeout-seconds", "2", "--max-attempts", "1")
+		"--out", f.out, "--llm-model", "m", "--llm-base-url", f.srv.URL, "--timeout-seconds", "15", "--max-attempts", "1")
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer first.Wait()
+	// The command's 15 s outlast both refusals, even on a loaded machine.
 	waitFor(t, "the first run's command", func() bool { return exists(filepath.Join(f.repo, ".git", "factory", "command.json")) })
 	wtBefore := treeSnapshot(t, wt)
 	for _, repo := range []string{f.repo, wt} {

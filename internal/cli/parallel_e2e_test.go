@@ -230,7 +230,8 @@ func newSlowChainFixture(t *testing.T) *buildFixture {
 // waitForBeta1 waits until beta1's slow command runs in its worktree.
 func waitForBeta1(t *testing.T, f *buildFixture) {
 	t.Helper()
-	waitFor(t, "beta1's slow command", func() bool {
+	// Three worktrees, maps and commands before it: long on a loaded machine.
+	waitUntil(t, 120*time.Second, "beta1's slow command", func() bool {
 		m, _ := filepath.Glob(filepath.Join(f.repo, ".git", "factory", "worktrees", "*", "WO-03", startedFile))
 		return len(m) == 1
 	})
