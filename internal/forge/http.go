@@ -465,7 +465,8 @@ func message(body []byte, token string) string {
 	}
 	s := oneLine(strings.Join(parts, ": "))
 	if token != "" {
-		s = strings.ReplaceAll(s, token, "[REDACTED]")
+		// A token that is not whole characters can split one: mend.
+		s = strings.ToValidUTF8(strings.ReplaceAll(s, token, "[REDACTED]"), "\uFFFD")
 	}
 	return bound(s, maxMessage)
 }
