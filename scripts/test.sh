@@ -82,7 +82,7 @@ if [ "${FACTORY_TEST_NO_INSTALL:-0}" != 1 ]; then
 
   if [ -n "$gitea_pid" ]; then
     say "waiting for scripts/gitea.sh"
-    wait "$gitea_pid" || { say "scripts/gitea.sh failed (its output is above)"; exit 1; }
+    wait "$gitea_pid" || { cat "$gitea_out" >&2; say "scripts/gitea.sh failed (its output is above)"; exit 1; }
     FACTORY_GITEA="$(tail -n 1 "$gitea_out")"
     rm -f "$gitea_out"
   fi
