@@ -58,8 +58,9 @@ are not done again) and Ctrl-C keeps what finished.
 
 Results: <out>/evals/<eval id>/results.jsonl (one line per run, sorted) and
 summary.json (per model: solve rate with its 95% Wilson interval, first-try solves,
-tokens and cost per run and per solved run, median wall time; per case: solved runs per
-model), printed as a table (or as JSON with --json).
+tokens and cost per run and per solved run, repairs of the plan per run and per solved
+run, median wall time; per case: solved runs per model), printed as a table (or as JSON
+with --json). --repair and --max-repairs are factory build's, for every run's build.
 
 --max-tokens and --max-cost-usd bound the whole eval: at the limit no new run starts
 and the runs in flight stop; they are done by the next invocation.
@@ -90,6 +91,8 @@ far kept); 5 budget reached.`,
 	f.IntVarP(&o.jobs, "jobs", "j", 0, "runs built at once (0: half the CPUs, at least 1)")
 	f.StringArrayVar(&o.cases, "case", nil, "run only this case (repeatable)")
 	f.Float64Var(&o.minSolveRate, "min-solve-rate", 0, "exit 1 when a model's solve rate (0 to 1) is below this: a CI gate")
+	f.StringVar(&o.build.repair, "repair", "off", "when a work order of a run's build fails every attempt: auto repairs the plan and goes on, off (the default here, so that results compare with evals made before repairs and their transcripts replay) stops the build, as factory build --repair (local builds)")
+	f.IntVar(&o.build.maxRepairs, "max-repairs", 2, "repairs of the plan per run's build, with --repair auto")
 	// The attempt flags of run and build, but for --llm-model (repeatable
 	// here) and --record/--replay (one transcript per run).
 	attempt := pflag.NewFlagSet("attempt", pflag.ContinueOnError)
@@ -129,6 +132,10 @@ func runEval(cmd *cobra.Command, o *evalOptions, env Env) error {
 		return usagef("--min-solve-rate %v: give a rate between 0 and 1, e.g. 0.6", o.minSolveRate)
 	case o.recordDir != "" && o.replayDir != "":
 		return usagef("--record and --replay cannot be used together")
+	case o.build.repair != "auto" && o.build.repair != "off":
+		return usagef("--repair must be auto or off, got %q", o.build.repair)
+	case o.build.maxRepairs < 0:
+		return usagef("--max-repairs must not be negative, got %d", o.build.maxRepairs)
 	}
 	if o.jobs == 0 {
 		o.jobs = max(runtime.NumCPU()/2, 1)
@@ -183,6 +190,12 @@ func runEval(cmd *cobra.Command, o *evalOptions, env Env) error {
 		if err := o.checkHiding(env, attempt.Sandbox, suite.Dir); err != nil {
 			return err
 		}
+		if o.build.repair == "auto" {
+			// Builds that repair their plan are other builds: another
+			// eval id. Without repairs the id stays that of evals made
+			// before repairs existed.
+			opts.Flags["repair"], opts.Flags["max_repairs"] = o.build.repair, o.build.maxRepairs
+		}
 		opts.Prepare = func(_ context.Context, k eval.RunKey, progress io.Writer) (builder.Options, error) {
 			b := o.build // a copy per run: its model and transcript
 			b.run.model, b.run.maxTokens, b.run.maxCostUSD = k.Model, 0, 0
@@ -195,7 +208,9 @@ func runEval(cmd *cobra.Command, o *evalOptions, env Env) error {
 			if err != nil {
 				return builder.Options{}, err
 			}
-			return b.builderOptions(tmpl, attempt, shared.Wrap(se), shared.Wrap(plan), meter), nil
+			bo := b.builderOptions(tmpl, attempt, shared.Wrap(se), shared.Wrap(plan), meter)
+			bo.Repair, bo.MaxRepairs = b.repair == "auto", b.maxRepairs
+			return bo, nil
 		}
 	}
 	sum, err := eval.Run(cmd.Context(), opts)
