@@ -18,6 +18,8 @@ import (
 // itself is the oracle: Log must see the commit, its parent, its subject
 // and its trailers as git's own format placeholders print them, one at a
 // time.
+//
+// fuzz.sh: min-execs 10 (git is the oracle: several git processes per input)
 func FuzzLog(f *testing.F) {
 	for _, s := range [][3]string{
 		{"Add the tokenizer", "WO-01", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"},
@@ -97,6 +99,8 @@ func gitRaw(t testing.TB, dir string, args ...string) string {
 // path (and refuses a name that is not UTF-8, naming it), IndexProblems names it once tracked and marked assume-unchanged,
 // (both from git and from the index file) and Tidy removes exactly the untracked file and leaves the tree
 // clean with the ignored one in place.
+//
+// fuzz.sh: min-execs 10 (git is the oracle: several git processes per input)
 func FuzzStatusPaths(f *testing.F) {
 	for _, name := range []string{"new.txt", "with space", " leading", "trailing ", "quote\"d", "new\nline", "tab\t", "-> arrow", "R  x -> y", "\xff\xfe", "ünï", "\\back", "#hash", "!bang", "*star", "?? q"} {
 		f.Add(name, false)

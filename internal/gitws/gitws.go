@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -38,6 +39,9 @@ type Repo struct {
 	GitDir    string // absolute git directory of this work tree (.git, or .git/worktrees/<name> of the main repository)
 	CommonDir string // absolute common git directory: config, hooks, refs and objects; GitDir unless a linked worktree
 	index     *indexCache
+	// sleep is how Lock waits for a dead holder's lock to go; nil:
+	// time.Sleep (a test that needs no waiting sets it).
+	sleep func(time.Duration)
 }
 
 // gitSettings keep git from running code the repository or a command planted

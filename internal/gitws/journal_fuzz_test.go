@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fuzzJournal is the shape of factory's journal: a version and a baseline.
@@ -172,6 +173,9 @@ func FuzzRecordedCommand(f *testing.F) {
 // FuzzLockHolder writes arbitrary content into a held lock file: a second
 // Lock must be refused with a *LockedError naming the lock, and the holder
 // pid it reports only when the file holds exactly a positive decimal pid.
+// (Lock gives the lock of a holder that is not alive 3 s to go, in steps;
+// here the steps do not sleep, or most inputs, naming no live process,
+// would take 3 s each.)
 func FuzzLockHolder(f *testing.F) {
 	for _, s := range []string{"4242\n", "", "0", "-5\n", "12 34", "99999999999999999999", "\xff", " 7 "} {
 		f.Add([]byte(s))
@@ -183,6 +187,7 @@ func FuzzLockHolder(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	repo.sleep = func(time.Duration) {}
 	held, err := repo.Lock()
 	if err != nil {
 		f.Fatal(err)

@@ -82,7 +82,11 @@ func (r *Repo) Lock() (*Lock, error) {
 				if pid > 0 && !processAlive(pid) && deadWaits < maxDeadWaits {
 					deadWaits++
 					f.Close()
-					time.Sleep(deadWait)
+					if r.sleep != nil {
+						r.sleep(deadWait)
+					} else {
+						time.Sleep(deadWait)
+					}
 					continue
 				}
 				return nil, &LockedError{Path: p, PID: pid}

@@ -125,7 +125,7 @@ func LoadReplayer(path string) (*Replayer, error) {
 	}
 	r := &Replayer{path: path}
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	sc.Buffer(make([]byte, 0, min(len(data)+1, 1<<20)), 64<<20) // grown for a longer line
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {

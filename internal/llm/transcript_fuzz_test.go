@@ -18,16 +18,19 @@ import (
 // mismatch; written back line by line it loads to the same exchanges. A
 // transcript it refuses gets an error naming the file.
 func FuzzTranscript(f *testing.F) {
-	for _, p := range []string{"../../example/transcript.jsonl", "../../examples/textstats/transcript.jsonl"} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-		if i := bytes.IndexByte(data, '\n'); i > 0 {
-			f.Add(data[:i/2]) // cut in the middle of a line, as a crash would
-		}
+	// Short seeds: the exchanges --record writes, with short texts. The
+	// example transcripts (7 and 80 KB) were the seeds: an input that finds
+	// new code is minimized before fuzzing goes on, in time that grows with
+	// the square of its length, so that a run did little else.
+	full := Request{Model: "example-scripted-model", Messages: []Message{{Role: "system", Content: "You are the SE."}, {Role: "user", Content: "WO-01: add multiply"}},
+		SchemaName: "se_proposal", Schema: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"summary"}}, CacheKey: "factory-0123456789abcdef"}
+	line, err := json.Marshal(Exchange{Seq: 1, RequestSHA256: full.Hash(), Request: full,
+		Response: &Response{Content: `{"summary":"Add multiply.","writes":[]}`, FinishReason: "stop", Model: "example-scripted-model", Usage: Usage{PromptTokens: 900, CompletionTokens: 40, TotalTokens: 940}}})
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Add(append(line, '\n'))
+	f.Add(line[:len(line)/2]) // cut in the middle of a line, as a crash would
 	req := Request{Model: "m", Messages: []Message{{Role: "user", Content: "hi"}}}
 	pe := &ProviderError{Kind: KindRateLimited, Provider: "openai", URL: "http://x/v1", Model: "m", Status: 429, Attempts: 4}
 	for _, ex := range []Exchange{

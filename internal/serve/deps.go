@@ -179,11 +179,7 @@ func depsEcos(rep *deps.Report) []DepsEco {
 
 // openDepsLog reads the request log name of src; nil when there is none.
 func openDepsLog(src *source, name string, maxRows int) *DepsLog {
-	r, err := src.open()
-	if err != nil {
-		return nil
-	}
-	f, err := r.Open(name)
+	f, err := src.openFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -62,7 +62,7 @@ func parsePatch(patch string) []DiffFile {
 	var cur *DiffFile
 	oldN, newN, inHunk := 0, 0, false
 	sc := bufio.NewScanner(strings.NewReader(patch))
-	sc.Buffer(make([]byte, 64<<10), maxPatchLine)
+	sc.Buffer(make([]byte, min(len(patch)+1, 64<<10)), maxPatchLine) // grown for a longer line
 	sc.Split(scanLF)
 	for sc.Scan() {
 		line := sc.Text()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 )
@@ -65,28 +66,34 @@ func scanLines(path string, from int64, fn func(line []byte, end int64) bool) (i
 }
 
 func scanReader(f io.ReadSeeker, from int64, fn func(line []byte, end int64) bool) (int64, error) {
-	return scanReaderSize(f, from, 64<<10, fn)
+	size := 64 << 10
+	// A file that says its size gets a buffer no larger than what is left
+	// of it: pages read many small files.
+	if st, ok := f.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if info, err := st.Stat(); err == nil && info.Size()-from < int64(size) {
+			size = int(max(info.Size()-from+1, 16))
+		}
+	}
+	return scanReaderSize(f, from, size, fn)
 }
 
 // scanReaderSize is scanReader with a read buffer of size bytes (at least
-// 16): for a file known to be small.
+// 16): for a file known to be small. A line longer than the buffer is not
+// gathered as it is read: at its end, it is read again from its start if
+// it is within maxEventLine, and skipped otherwise, so that no line over
+// the bound is held or copied.
 func scanReaderSize(f io.ReadSeeker, from int64, size int, fn func(line []byte, end int64) bool) (int64, error) {
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return from, err
 	}
 	r := bufio.NewReaderSize(f, size)
 	done, pos := from, from // done: after the last complete line
-	var long []byte         // the start of a line longer than the buffer
-	tooLong := false
+	long := false           // the line being read is longer than the buffer
 	for {
 		chunk, err := r.ReadSlice('\n')
 		pos += int64(len(chunk))
 		if errors.Is(err, bufio.ErrBufferFull) {
-			if len(long)+len(chunk) > maxEventLine {
-				tooLong, long = true, nil
-			} else if !tooLong {
-				long = append(long, chunk...)
-			}
+			long = true
 			continue
 		}
 		if errors.Is(err, io.EOF) {
@@ -95,14 +102,25 @@ func scanReaderSize(f io.ReadSeeker, from int64, size int, fn func(line []byte, 
 		if err != nil {
 			return done, err
 		}
-		done = pos
 		line := chunk
-		if long != nil {
-			tooLong = tooLong || len(long)+len(chunk) > maxEventLine
-			line, long = append(long, chunk...), nil
+		if long {
+			long, line = false, nil
+			if n := pos - done; n <= maxEventLine {
+				line = make([]byte, n)
+				if _, err := f.Seek(done, io.SeekStart); err != nil {
+					return done, err
+				}
+				if _, err := io.ReadFull(f, line); err != nil {
+					return done, err
+				}
+				if _, err := f.Seek(pos, io.SeekStart); err != nil {
+					return done, err
+				}
+				r.Reset(f)
+			}
 		}
-		if tooLong {
-			tooLong, line = false, nil
+		done = pos
+		if line == nil {
 			if !fn(nil, done) {
 				return done, nil
 			}

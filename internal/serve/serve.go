@@ -9,6 +9,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"strconv"
@@ -23,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/redact"
 )
 
@@ -44,6 +47,15 @@ type Options struct {
 	Now     func() time.Time
 	// Poll is how often event streams look for new lines (default 500ms).
 	Poll time.Duration
+	// FS opens an artifact directory (an Outs dir, a Repos dir's .runner)
+	// for reading; its files must be seekable. Default: the directory's
+	// os.Root, which refuses names and symlinks that leave it. Tests give
+	// an in-memory tree.
+	FS func(dir string) (fs.FS, error)
+	// Git opens the repository at dir that a build or loop run names
+	// (its lock says whether it runs; its commits give diffs). Default:
+	// gitws.Open on an existing directory, a git subprocess.
+	Git func(ctx context.Context, dir string) (*gitws.Repo, error)
 }
 
 // Server serves the pages, the API and the event streams.
@@ -73,17 +85,28 @@ func New(o Options) (*Server, error) {
 	if o.Poll <= 0 {
 		o.Poll = 500 * time.Millisecond
 	}
-	pages, err := template.New("").Funcs(funcs).ParseFS(embedded, "templates/*.html")
+	pages, err := parsedPages()
 	if err != nil {
-		return nil, fmt.Errorf("parse the page templates: %w", err)
+		return nil, err
 	}
 	css, err := embedded.ReadFile("assets/app.css")
 	if err != nil {
 		return nil, err
 	}
-	return &Server{o: o, st: newStore(o.Outs, o.Repos, o.Now), red: redact.New(o.Environ), pages: pages, css: string(css), maxText: maxShownText, maxDepsRows: depsRowsServed,
+	return &Server{o: o, st: newStore(o), red: redact.New(o.Environ), pages: pages, css: string(css), maxText: maxShownText, maxDepsRows: depsRowsServed,
 		diffs: map[string]commitDiffs{}}, nil
 }
+
+// parsedPages are the page templates, parsed once for every server:
+// html/template escapes each template on its first execution, which costs
+// more than most pages' rendering; executing one concurrently is safe.
+var parsedPages = sync.OnceValues(func() (*template.Template, error) {
+	pages, err := template.New("").Funcs(funcs).ParseFS(embedded, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse the page templates: %w", err)
+	}
+	return pages, nil
+})
 
 // Close releases the directories.
 func (s *Server) Close() { s.st.close() }
@@ -377,12 +400,7 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	root, err := src.open()
-	if err != nil {
-		http.NotFound(w, r)
-		return
-	}
-	f, err := root.Open(name) // refuses names and symlinks that leave the directory
+	f, err := src.openFile(name) // refuses names and symlinks that leave the directory
 	if err != nil {
 		http.NotFound(w, r)
 		return
@@ -480,21 +498,19 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, src *source, nam
 	first := true
 	for {
 		n := 0
-		if root, err := src.open(); err == nil {
-			if f, err := root.Open(name); err == nil {
-				var compact bytes.Buffer
-				off, _ = scanReader(f, off, func(line []byte, end int64) bool {
-					// Compacted: JSON may hold a bare CR between tokens,
-					// which would end the SSE data line early.
-					compact.Reset()
-					if json.Compact(&compact, line) == nil {
-						fmt.Fprintf(w, "id: %d\nevent: ev\ndata: %s\n\n", end, s.red.Bytes(compact.Bytes()))
-						n++
-					}
-					return n < 1000 // a burst is sent in slices
-				})
-				f.Close()
-			}
+		if f, err := src.openFile(name); err == nil {
+			var compact bytes.Buffer
+			off, _ = scanReader(f, off, func(line []byte, end int64) bool {
+				// Compacted: JSON may hold a bare CR between tokens,
+				// which would end the SSE data line early.
+				compact.Reset()
+				if json.Compact(&compact, line) == nil {
+					fmt.Fprintf(w, "id: %d\nevent: ev\ndata: %s\n\n", end, s.red.Bytes(compact.Bytes()))
+					n++
+				}
+				return n < 1000 // a burst is sent in slices
+			})
+			f.Close()
 		}
 		if (n > 0 || first) && state != nil {
 			b, _ := json.Marshal(state())

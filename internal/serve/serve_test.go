@@ -334,20 +334,29 @@ func TestLiveStreamSendsAppendedLines(t *testing.T) {
 func TestScanLinesKeepsIncompleteLine(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "e.jsonl")
 	long := strings.Repeat("x", maxEventLine+10)
-	write(t, p, "{\"a\":1}\n"+long+"\n{\"b\":2}\n{\"c\":")
+	// Longer than the read buffer, within the bound: read whole, as are
+	// the lines after it; and one of exactly the bound, newline included.
+	wide := `{"w":"` + strings.Repeat("y", 100<<10) + `"}`
+	edge := strings.Repeat("z", maxEventLine-2) + "\r"
+	write(t, p, "{\"a\":1}\n"+long+"\n"+wide+"\r\n"+edge+"\n"+long+"x\n{\"b\":2}\n{\"c\":")
 	var got []string
-	off, err := scanLines(p, 0, func(line []byte, _ int64) bool {
+	var ends []int64
+	off, err := scanLines(p, 0, func(line []byte, end int64) bool {
 		if line == nil {
 			line = []byte("<too long>")
 		}
-		got = append(got, string(line))
+		got, ends = append(got, string(line)), append(ends, end)
 		return true
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{`{"a":1}`, "<too long>", `{"b":2}`}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("%d lines (second length %d), want %q (the over-long line not held)", len(got), len(got[min(1, len(got)-1)]), want)
+	if want := []string{`{"a":1}`, "<too long>", wide, edge[:len(edge)-1], "<too long>", `{"b":2}`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%d lines (second length %d), want %d (the over-long lines not held)", len(got), len(got[min(1, len(got)-1)]), len(want))
+	}
+	if want := fmt.Sprint([]int{8, 8 + len(long) + 1, 8 + len(long) + 1 + len(wide) + 2, 8 + len(long) + 1 + len(wide) + 2 + len(edge) + 1,
+		8 + 2*len(long) + 1 + len(wide) + 2 + len(edge) + 1 + 2, 8 + 2*len(long) + 1 + len(wide) + 2 + len(edge) + 1 + 2 + 8}); fmt.Sprint(ends) != want {
+		t.Errorf("line ends %v, want %s", ends, want)
 	}
 	if info, _ := os.Stat(p); off != info.Size()-int64(len(`{"c":`)) {
 		t.Errorf("offset %d: should stop before the incomplete line", off)

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,25 +48,35 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 func validID(s string) bool { return idPattern.MatchString(s) && !strings.Contains(s, "..") }
 
 // source is one artifact directory serve reads: an --out dir, or a
-// --repo's .runner. Every read goes through root, which refuses names that
-// leave the directory, symlinks included.
+// --repo's .runner. Every read goes through fsys, by default an os.Root's,
+// which refuses names that leave the directory, symlinks included.
 type source struct {
-	dir  string
-	mu   sync.Mutex
-	root *os.Root // nil until the directory exists
+	dir    string
+	openFS func(dir string) (fs.FS, error) // Options.FS; nil: an os.Root of dir
+	mu     sync.Mutex
+	fsys   fs.FS    // nil until the directory exists
+	root   *os.Root // the default fsys's, to close
 }
 
-func (s *source) open() (*os.Root, error) {
+func (s *source) open() (fs.FS, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.root == nil {
-		r, err := os.OpenRoot(s.dir)
-		if err != nil {
-			return nil, err
+	if s.fsys == nil {
+		if s.openFS != nil {
+			fsys, err := s.openFS(s.dir)
+			if err != nil {
+				return nil, err
+			}
+			s.fsys = fsys
+		} else {
+			r, err := os.OpenRoot(s.dir)
+			if err != nil {
+				return nil, err
+			}
+			s.root, s.fsys = r, r.FS()
 		}
-		s.root = r
 	}
-	return s.root, nil
+	return s.fsys, nil
 }
 
 func (s *source) close() {
@@ -73,18 +84,40 @@ func (s *source) close() {
 	defer s.mu.Unlock()
 	if s.root != nil {
 		s.root.Close()
-		s.root = nil
 	}
+	s.root, s.fsys = nil, nil
 }
 
-// readFile reads name (slash-separated, relative) from the source, at most
-// max bytes; total is the file's size.
-func (s *source) readFile(name string, max int64) (data []byte, total int64, err error) {
-	r, err := s.open()
+// randFile is an open file that can seek and read at an offset (an
+// *os.File, an in-memory file).
+type randFile interface {
+	fs.File
+	io.Seeker
+	io.ReaderAt
+}
+
+// openFile opens name (slash-separated, relative) for reading.
+func (s *source) openFile(name string) (randFile, error) {
+	fsys, err := s.open()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	f, err := r.Open(name)
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	sf, ok := f.(randFile)
+	if !ok {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.ErrUnsupported}
+	}
+	return sf, nil
+}
+
+// readFile reads name from the source, at most max bytes; total is the
+// file's size.
+func (s *source) readFile(name string, max int64) (data []byte, total int64, err error) {
+	f, err := s.openFile(name)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -122,26 +155,30 @@ func decodeWhole(data []byte, v any) error {
 }
 
 func (s *source) stat(name string) (fs.FileInfo, error) {
-	r, err := s.open()
+	fsys, err := s.open()
 	if err != nil {
 		return nil, err
 	}
-	return r.Stat(name)
+	return fs.Stat(fsys, name)
 }
 
+// changed stats name only to see whether it changed: on disk outside the
+// root, one system call where the root's walk takes one per directory;
+// every read still goes through the root.
+func (s *source) changed(name string) (fs.FileInfo, error) {
+	if s.openFS == nil {
+		return os.Stat(filepath.Join(s.dir, filepath.FromSlash(name)))
+	}
+	return s.stat(name)
+}
+
+// readDir lists the directory name, sorted by name.
 func (s *source) readDir(name string) ([]fs.DirEntry, error) {
-	r, err := s.open()
+	fsys, err := s.open()
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	ents, err := f.ReadDir(-1)
-	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return ents, err
+	return fs.ReadDir(fsys, name)
 }
 
 // Row is one line of the index.
@@ -203,16 +240,19 @@ type store struct {
 	mu     sync.Mutex
 	builds map[string]*buildEntry
 	loopsC map[string]*loopEntry
+	trees  map[int]treeEntry // by loop repository
 	gits   map[string]*gitws.Repo
+	// openGit is Options.Git; nil: openGit.
+	openGit func(ctx context.Context, dir string) (*gitws.Repo, error)
 }
 
-func newStore(outs, repos []string, now func() time.Time) *store {
-	s := &store{repos: repos, now: now, builds: map[string]*buildEntry{}, loopsC: map[string]*loopEntry{}, gits: map[string]*gitws.Repo{}}
-	for _, o := range outs {
-		s.outs = append(s.outs, &source{dir: o})
+func newStore(o Options) *store {
+	s := &store{repos: o.Repos, now: o.Now, openGit: o.Git, builds: map[string]*buildEntry{}, loopsC: map[string]*loopEntry{}, trees: map[int]treeEntry{}, gits: map[string]*gitws.Repo{}}
+	for _, d := range o.Outs {
+		s.outs = append(s.outs, &source{dir: d, openFS: o.FS})
 	}
-	for _, r := range repos {
-		s.loops = append(s.loops, &source{dir: filepath.Join(r, loop.RunnerDir)})
+	for _, r := range o.Repos {
+		s.loops = append(s.loops, &source{dir: filepath.Join(r, loop.RunnerDir), openFS: o.FS})
 	}
 	return s
 }
@@ -234,17 +274,29 @@ func (s *store) git(ctx context.Context, dir string) *gitws.Repo {
 	if ok {
 		return r
 	}
-	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-		return nil
+	open := s.openGit
+	if open == nil {
+		open = openGit
 	}
-	r, err := gitws.Open(ctx, dir)
-	if err != nil {
+	r, err := open(ctx, dir)
+	if err != nil || r == nil {
 		return nil
 	}
 	s.mu.Lock()
 	s.gits[dir] = r
 	s.mu.Unlock()
 	return r
+}
+
+// openGit is the default Options.Git: the repository at dir, an existing
+// directory.
+func openGit(ctx context.Context, dir string) (*gitws.Repo, error) {
+	if info, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !info.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	return gitws.Open(ctx, dir)
 }
 
 // build returns the fold and summary of build hash in out dir o, reading
@@ -264,32 +316,30 @@ func (s *store) build(o int, hash string) (*buildFold, *builder.Summary, error) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The fast path, for an index of many builds: two stats say nothing
-	// changed. (Only a change detector: every read goes through the root.)
-	evInfo, evErr := os.Stat(filepath.Join(src.dir, "builds", hash, "events.jsonl"))
-	sumInfo, sumErr := os.Stat(filepath.Join(src.dir, "builds", hash, "build_summary.json"))
+	// changed.
+	evInfo, evErr := src.changed(dir + "/events.jsonl")
+	sumInfo, sumErr := src.changed(dir + "/build_summary.json")
 	if evErr == nil && evInfo.Size() == e.fold.Offset && e.fold.Lines > 0 &&
 		(sumErr != nil && e.summary == nil && e.sumErr == "" || sumErr == nil && fmt.Sprint(sumInfo.Size(), sumInfo.ModTime().UnixNano()) == e.sumKey) {
 		return e.withSummaryError(), e.summary, nil
 	}
 	found := false
-	if r, err := src.open(); err == nil {
-		if f, err := r.Open(dir + "/events.jsonl"); err == nil {
-			found = true
-			info, _ := f.Stat()
-			if info != nil && info.Size() < e.fold.Offset { // rewritten: start again
-				e.fold = &buildFold{}
-			}
-			off, _ := scanReader(f, e.fold.Offset, func(line []byte, _ int64) bool {
-				if ev, ok := decodeEvent(line); ok {
-					e.fold.apply(ev)
-				} else {
-					e.fold.Skipped++
-				}
-				return true
-			})
-			e.fold.Offset = off
-			f.Close()
+	if f, err := src.openFile(dir + "/events.jsonl"); err == nil {
+		found = true
+		info, _ := f.Stat()
+		if info != nil && info.Size() < e.fold.Offset { // rewritten: start again
+			e.fold = &buildFold{}
 		}
+		off, _ := scanReader(f, e.fold.Offset, func(line []byte, _ int64) bool {
+			if ev, ok := decodeEvent(line); ok {
+				e.fold.apply(ev)
+			} else {
+				e.fold.Skipped++
+			}
+			return true
+		})
+		e.fold.Offset = off
+		f.Close()
 	}
 	if info, err := src.stat(dir + "/build_summary.json"); err == nil {
 		found = true
@@ -558,11 +608,7 @@ func (s *store) loopFold(l int, id string) loopEntry {
 		e = &loopEntry{}
 		s.loopsC[key] = e
 	}
-	r, err := s.loops[l].open()
-	if err != nil {
-		return *e
-	}
-	f, err := r.Open("iterations/" + id + "/events.jsonl")
+	f, err := s.loops[l].openFile("iterations/" + id + "/events.jsonl")
 	if err != nil {
 		return *e
 	}
@@ -616,15 +662,43 @@ func (s *store) loopState(l int, id string) loopState {
 		st.Current = true
 		data, _, err := src.readFile("tree.json", tree.MaxFileBytes+1)
 		if err == nil {
-			t, derr := tree.Decode(data)
-			if derr != nil {
-				st.TreeErr = derr.Error()
-			} else {
-				st.Tree, st.Sel = t, tree.Select(t)
-			}
+			e := s.decodeTree(l, data)
+			st.Tree, st.Sel, st.TreeErr = e.tree, e.sel, e.err
 		}
 	}
 	return st
+}
+
+// treeEntry is a loop repository's tree.json decoded (validated against
+// the schema, which costs more than the rest of a loop page) and the
+// selection in it, for as long as its bytes stay the same. The tree is
+// shared: read only.
+type treeEntry struct {
+	data []byte
+	tree *tree.Node
+	sel  tree.Selection
+	err  string // why it does not decode
+}
+
+// decodeTree decodes data, loop repository l's tree.json, or returns the
+// decoding of the same bytes before.
+func (s *store) decodeTree(l int, data []byte) treeEntry {
+	s.mu.Lock()
+	e, ok := s.trees[l]
+	s.mu.Unlock()
+	if ok && bytes.Equal(e.data, data) {
+		return e
+	}
+	e = treeEntry{data: data}
+	if t, err := tree.Decode(data); err != nil {
+		e.err = err.Error()
+	} else {
+		e.tree, e.sel = t, tree.Select(t)
+	}
+	s.mu.Lock()
+	s.trees[l] = e
+	s.mu.Unlock()
+	return e
 }
 
 // loopStatus: the current run's tree decides PASS and stuck; the lock

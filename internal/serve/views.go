@@ -372,11 +372,7 @@ func commitDiff(ctx context.Context, git *gitws.Repo, commit string) ([]DiffFile
 // tailEvents returns the last n lines of an events log (read line by
 // line, holding n) and the offset after them.
 func tailEvents(src *source, name string, n int) ([]json.RawMessage, int64) {
-	r, err := src.open()
-	if err != nil {
-		return nil, 0
-	}
-	f, err := r.Open(name)
+	f, err := src.openFile(name)
 	if err != nil {
 		return nil, 0
 	}
