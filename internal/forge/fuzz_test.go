@@ -129,7 +129,7 @@ func FuzzComments(f *testing.F) {
 		}
 		var gh []githubComment
 		if decodeJSON(data, &gh) == nil {
-			cs, err := githubComments(gh, gh)
+			cs, err := mergeComments(GitHub, gh, gh)
 			check("github", cs, err)
 			if err == nil && len(cs) != 2*len(gh) {
 				t.Fatalf("github: %d comments of %d", len(cs), 2*len(gh))
@@ -137,7 +137,7 @@ func FuzzComments(f *testing.F) {
 		}
 		var gt []giteaComment
 		if decodeJSON(data, &gt) == nil {
-			cs, err := giteaComments(gt, gt)
+			cs, err := mergeComments(Gitea, gt, gt)
 			check("gitea", cs, err)
 		}
 		var gl []gitlabNote

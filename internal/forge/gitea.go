@@ -64,15 +64,6 @@ type (
 		Head    giteaRef `json:"head"`
 		Base    giteaRef `json:"base"`
 	}
-	giteaIssue struct {
-		Number      int       `json:"number"`
-		HTMLURL     string    `json:"html_url"`
-		Title       string    `json:"title"`
-		Body        string    `json:"body"`
-		User        giteaUser `json:"user"`
-		State       string    `json:"state"`
-		PullRequest *struct{} `json:"pull_request"`
-	}
 	giteaComment struct {
 		ID               int64     `json:"id"`
 		User             giteaUser `json:"user"`
@@ -137,17 +128,6 @@ func (p *giteaPull) sameRepo(repo string) bool {
 	return p.Head.Repo != nil && strings.EqualFold(p.Head.Repo.FullName, repo)
 }
 
-func (i *giteaIssue) issue() (*Issue, error) {
-	if err := positive("issue", i.Number); err != nil {
-		return nil, err
-	}
-	st, err := openClosed(i.State, "open")
-	if err != nil {
-		return nil, fmt.Errorf("issue #%d: %v", i.Number, err)
-	}
-	return &Issue{Number: i.Number, URL: i.HTMLURL, Title: i.Title, Body: i.Body, Author: i.User.user(), State: st}, nil
-}
-
 func (c *giteaComment) comment(review bool) (Comment, error) {
 	if c.ID <= 0 {
 		return Comment{}, fmt.Errorf("a comment with the id %d", c.ID)
@@ -163,16 +143,7 @@ func (c *giteaComment) comment(review bool) (Comment, error) {
 }
 
 func (c *giteaClient) DefaultBranch(ctx context.Context) (string, error) {
-	var repo struct {
-		DefaultBranch string `json:"default_branch"`
-	}
-	if err := c.a.get(ctx, c.repoPath, nil, &repo); err != nil {
-		return "", err
-	}
-	if repo.DefaultBranch == "" {
-		return "", fmt.Errorf("gitea: %s has no default branch (an empty repository?)", c.a.target.Repo)
-	}
-	return repo.DefaultBranch, nil
+	return restDefaultBranch(ctx, c.a, c.repoPath)
 }
 
 func (c *giteaClient) FindPR(ctx context.Context, head string) (*PR, error) {
@@ -210,15 +181,7 @@ func newestGitea(pulls []giteaPull, repo, head string) (*PR, error) {
 }
 
 func (c *giteaClient) pull(ctx context.Context, c2 call) (*PR, error) {
-	var p giteaPull
-	if _, err := c.a.do(ctx, c2, &p); err != nil {
-		return nil, err
-	}
-	pr, err := p.pr()
-	if err != nil {
-		return nil, fmt.Errorf("gitea %s %s: %v", c2.method, c2.path, err)
-	}
-	return pr, nil
+	return restPull[giteaPull](ctx, c.a, c2)
 }
 
 func (c *giteaClient) CreatePR(ctx context.Context, p NewPR) (*PR, error) {
@@ -276,38 +239,11 @@ func (c *giteaClient) UpdatePR(ctx context.Context, number int, u PRUpdate) (*PR
 }
 
 func (c *giteaClient) Comment(ctx context.Context, number int, pr bool, body string) (*Comment, error) {
-	if err := positive("issue or pull request", number); err != nil {
-		return nil, err
-	}
-	var raw giteaComment
-	path := c.repoPath + "/issues/" + strconv.Itoa(number) + "/comments"
-	if _, err := c.a.do(ctx, call{method: http.MethodPost, path: path, in: map[string]string{"body": body}}, &raw); err != nil {
-		return nil, err
-	}
-	out, err := raw.comment(false)
-	if err != nil {
-		return nil, fmt.Errorf("gitea POST %s: %v", path, err)
-	}
-	return &out, nil
+	return restComment[giteaComment](ctx, c.a, c.repoPath, number, body)
 }
 
 func (c *giteaClient) Issue(ctx context.Context, number int) (*Issue, error) {
-	if err := positive("issue", number); err != nil {
-		return nil, err
-	}
-	var raw giteaIssue
-	path := c.repoPath + "/issues/" + strconv.Itoa(number)
-	if err := c.a.get(ctx, path, nil, &raw); err != nil {
-		return nil, err
-	}
-	if raw.PullRequest != nil {
-		return nil, fmt.Errorf("#%d of %s is %w", number, c.a.target.Repo, ErrNotIssue)
-	}
-	out, err := raw.issue()
-	if err != nil {
-		return nil, fmt.Errorf("gitea GET %s: %v", path, err)
-	}
-	return out, nil
+	return restIssueAt[giteaUser](ctx, c.a, c.repoPath, number)
 }
 
 // maxReviews bounds the reviews whose comments Comments reads (a request
@@ -347,44 +283,12 @@ func (c *giteaClient) Comments(ctx context.Context, number int, pr bool) ([]Comm
 			review = append(review, cs...)
 		}
 	}
-	return giteaComments(issue, review)
-}
-
-// giteaComments converts and merges a conversation's comments and a pull
-// request's review comments, oldest first.
-func giteaComments(issue, review []giteaComment) ([]Comment, error) {
-	out := make([]Comment, 0, len(issue)+len(review))
-	for i, list := range [][]giteaComment{issue, review} {
-		for j := range list {
-			cm, err := list[j].comment(i == 1)
-			if err != nil {
-				return nil, fmt.Errorf("gitea: %v", err)
-			}
-			out = append(out, cm)
-		}
-	}
-	sortComments(out)
-	return out, nil
+	return mergeComments(Gitea, issue, review)
 }
 
 func (c *giteaClient) CanWrite(ctx context.Context, login string) (bool, error) {
-	l, err := seg("login", login)
-	if err != nil {
-		return false, nil
-	}
-	var perm struct {
-		Permission string `json:"permission"`
-		RoleName   string `json:"role_name"`
-	}
-	err = c.a.get(ctx, c.repoPath+"/collaborators/"+l+"/permission", nil, &perm)
 	// Gitea answers others' permissions only to a repository admin's
 	// token: 403 cannot tell, and a comment nobody can vouch for is left
 	// out (docs/forges.md).
-	if fe, ok := err.(*Error); ok && (fe.Status == http.StatusNotFound || fe.Status == http.StatusForbidden) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return writes(perm.Permission) || writes(perm.RoleName), nil
+	return restCanWrite(ctx, c.a, c.repoPath, login, http.StatusForbidden)
 }

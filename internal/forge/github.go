@@ -71,15 +71,6 @@ type (
 		Base      githubRef `json:"base"`
 		CreatedAt time.Time `json:"created_at"`
 	}
-	githubIssue struct {
-		Number      int        `json:"number"`
-		HTMLURL     string     `json:"html_url"`
-		Title       string     `json:"title"`
-		Body        string     `json:"body"`
-		User        githubUser `json:"user"`
-		State       string     `json:"state"`
-		PullRequest *struct{}  `json:"pull_request"`
-	}
 	githubComment struct {
 		ID           int64      `json:"id"`
 		User         githubUser `json:"user"`
@@ -114,17 +105,6 @@ func (p *githubPull) pr() (*PR, error) {
 	return out, nil
 }
 
-func (i *githubIssue) issue() (*Issue, error) {
-	if err := positive("issue", i.Number); err != nil {
-		return nil, err
-	}
-	st, err := openClosed(i.State, "opened")
-	if err != nil {
-		return nil, fmt.Errorf("issue #%d: %v", i.Number, err)
-	}
-	return &Issue{Number: i.Number, URL: i.HTMLURL, Title: i.Title, Body: i.Body, Author: i.User.user(), State: st}, nil
-}
-
 func (c *githubComment) comment(review bool) (Comment, error) {
 	if c.ID <= 0 {
 		return Comment{}, fmt.Errorf("a comment with the id %d", c.ID)
@@ -154,16 +134,7 @@ func openClosed(s, alt string) (State, error) {
 }
 
 func (c *githubClient) DefaultBranch(ctx context.Context) (string, error) {
-	var repo struct {
-		DefaultBranch string `json:"default_branch"`
-	}
-	if err := c.a.get(ctx, c.repoPath, nil, &repo); err != nil {
-		return "", err
-	}
-	if repo.DefaultBranch == "" {
-		return "", fmt.Errorf("github: %s has no default branch (an empty repository?)", c.a.target.Repo)
-	}
-	return repo.DefaultBranch, nil
+	return restDefaultBranch(ctx, c.a, c.repoPath)
 }
 
 func (c *githubClient) FindPR(ctx context.Context, head string) (*PR, error) {
@@ -205,15 +176,7 @@ func newestGitHub(pulls []githubPull, repo, head string) (*PR, error) {
 }
 
 func (c *githubClient) pull(ctx context.Context, c2 call) (*PR, error) {
-	var p githubPull
-	if _, err := c.a.do(ctx, c2, &p); err != nil {
-		return nil, err
-	}
-	pr, err := p.pr()
-	if err != nil {
-		return nil, fmt.Errorf("github %s %s: %v", c2.method, c2.path, err)
-	}
-	return pr, nil
+	return restPull[githubPull](ctx, c.a, c2)
 }
 
 func (c *githubClient) CreatePR(ctx context.Context, p NewPR) (*PR, error) {
@@ -338,38 +301,11 @@ func mustParse(s string) *url.URL {
 }
 
 func (c *githubClient) Comment(ctx context.Context, number int, pr bool, body string) (*Comment, error) {
-	if err := positive("issue or pull request", number); err != nil {
-		return nil, err
-	}
-	var raw githubComment
-	path := c.repoPath + "/issues/" + strconv.Itoa(number) + "/comments"
-	if _, err := c.a.do(ctx, call{method: http.MethodPost, path: path, in: map[string]string{"body": body}}, &raw); err != nil {
-		return nil, err
-	}
-	out, err := raw.comment(false)
-	if err != nil {
-		return nil, fmt.Errorf("github POST %s: %v", path, err)
-	}
-	return &out, nil
+	return restComment[githubComment](ctx, c.a, c.repoPath, number, body)
 }
 
 func (c *githubClient) Issue(ctx context.Context, number int) (*Issue, error) {
-	if err := positive("issue", number); err != nil {
-		return nil, err
-	}
-	var raw githubIssue
-	path := c.repoPath + "/issues/" + strconv.Itoa(number)
-	if err := c.a.get(ctx, path, nil, &raw); err != nil {
-		return nil, err
-	}
-	if raw.PullRequest != nil {
-		return nil, fmt.Errorf("#%d of %s is %w", number, c.a.target.Repo, ErrNotIssue)
-	}
-	out, err := raw.issue()
-	if err != nil {
-		return nil, fmt.Errorf("github GET %s: %v", path, err)
-	}
-	return out, nil
+	return restIssueAt[githubUser](ctx, c.a, c.repoPath, number)
 }
 
 func (c *githubClient) Comments(ctx context.Context, number int, pr bool) ([]Comment, error) {
@@ -388,24 +324,7 @@ func (c *githubClient) Comments(ctx context.Context, number int, pr bool) ([]Com
 			return nil, err
 		}
 	}
-	return githubComments(issue, review)
-}
-
-// githubComments converts and merges a conversation's comments and a pull
-// request's review comments, oldest first.
-func githubComments(issue, review []githubComment) ([]Comment, error) {
-	out := make([]Comment, 0, len(issue)+len(review))
-	for i, list := range [][]githubComment{issue, review} {
-		for j := range list {
-			cm, err := list[j].comment(i == 1)
-			if err != nil {
-				return nil, fmt.Errorf("github: %v", err)
-			}
-			out = append(out, cm)
-		}
-	}
-	sortComments(out)
-	return out, nil
+	return mergeComments(GitHub, issue, review)
 }
 
 // sortComments orders comments oldest first, by id among equals.
@@ -425,22 +344,7 @@ func sortComments(cs []Comment) {
 }
 
 func (c *githubClient) CanWrite(ctx context.Context, login string) (bool, error) {
-	l, err := seg("login", login)
-	if err != nil {
-		return false, nil
-	}
-	var perm struct {
-		Permission string `json:"permission"`
-		RoleName   string `json:"role_name"`
-	}
-	err = c.a.get(ctx, c.repoPath+"/collaborators/"+l+"/permission", nil, &perm)
-	if fe, ok := err.(*Error); ok && fe.Status == http.StatusNotFound {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return writes(perm.Permission) || writes(perm.RoleName), nil
+	return restCanWrite(ctx, c.a, c.repoPath, login)
 }
 
 // writes reports whether a permission or role name may push.
