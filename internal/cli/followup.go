@@ -20,7 +20,6 @@ import (
 
 // followUp is a build that answers review comments.
 type followUp struct {
-	pr      int
 	handled []int64 // the comments it answers, by id
 }
 
@@ -59,7 +58,7 @@ func runFollowUp(cmd *cobra.Command, env Env, b *buildOptions, conn *forgeConn, 
 	}
 	fmt.Fprintf(env.Stderr, "follow-up of #%d: %d review comment(s) (spec: %s)\n", pr.Number, len(comments), path)
 	b.spec, b.branch, b.pr, b.conn = path, st.Branch, true, conn
-	b.pub = publication{followUp: &followUp{pr: pr.Number, handled: ids},
+	b.pub = publication{followUp: &followUp{handled: ids},
 		rerun: fmt.Sprintf("factory pr --follow-up --repo . --out %s --llm-model MODEL", shellWord(filepath.Base(b.run.out)))}
 	return runBuild(cmd, b, env)
 }
@@ -72,20 +71,33 @@ func reviewComments(ctx context.Context, c forge.Client, n int, handled []int64)
 	if err != nil {
 		return nil, err
 	}
+	var fresh []forge.Comment
+	for _, cm := range all {
+		if !slices.Contains(handled, cm.ID) && !strings.Contains(cm.Body, ownCommentMarker) && strings.TrimSpace(forge.CleanText(cm.Body)) != "" {
+			fresh = append(fresh, cm)
+		}
+	}
+	return byWriters(ctx, c, fresh)
+}
+
+// byWriters keeps, in order, the comments of users who may write to the
+// repository (each asked once), bots' left out.
+func byWriters(ctx context.Context, c forge.Client, comments []forge.Comment) ([]forge.Comment, error) {
 	writers := map[string]bool{}
 	var out []forge.Comment
-	for _, cm := range all {
-		if cm.Author.Bot || slices.Contains(handled, cm.ID) || strings.Contains(cm.Body, ownCommentMarker) {
+	for _, cm := range comments {
+		if cm.Author.Bot {
 			continue
 		}
 		ok, seen := writers[cm.Author.Login]
 		if !seen {
+			var err error
 			if ok, err = c.CanWrite(ctx, cm.Author.Login); err != nil {
 				return nil, err
 			}
 			writers[cm.Author.Login] = ok
 		}
-		if ok && strings.TrimSpace(forge.CleanText(cm.Body)) != "" {
+		if ok {
 			out = append(out, cm)
 		}
 	}

@@ -142,21 +142,10 @@ func issueSpec(ctx context.Context, c forge.Client, n int) (spec, title string, 
 	title = strings.Join(strings.Fields(forge.CleanText(is.Title)), " ")
 	var w strings.Builder
 	fmt.Fprintf(&w, "# %s\n\nIssue #%d of %s, opened by @%s.\n\n%s\n", title, n, c.Target().Repo, is.Author.Login, strings.TrimSpace(forge.CleanText(is.Body)))
-	writers := map[string]bool{}
+	if comments, err = byWriters(ctx, c, comments); err != nil {
+		return "", "", err
+	}
 	for _, cm := range comments {
-		if cm.Author.Bot {
-			continue
-		}
-		ok, seen := writers[cm.Author.Login]
-		if !seen {
-			if ok, err = c.CanWrite(ctx, cm.Author.Login); err != nil {
-				return "", "", err
-			}
-			writers[cm.Author.Login] = ok
-		}
-		if !ok {
-			continue
-		}
 		fmt.Fprintf(&w, "\n## Comment by @%s\n\n%s\n", cm.Author.Login, strings.TrimSpace(forge.CleanText(cm.Body)))
 	}
 	if w.Len() > maxSpecBytes {

@@ -152,7 +152,7 @@ type publication struct {
 // never takes factory's own words for a review.
 const ownCommentMarker = "<!-- factory:comment -->"
 
-// errRefusedPR is a publication refused before anything changed.
+// refusedPRError is a publication refused before anything changed.
 type refusedPRError struct{ msg string }
 
 func (e *refusedPRError) Error() string { return e.msg }
