@@ -183,7 +183,7 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	}
 	if o.temporal.hostPort != "" {
 		if o.pr {
-			return usagef("--pr with --temporal: a build on workers is published from its remote; run the build, then 'factory pr' in a clone of its branch")
+			return usagef("--pr cannot be used with --temporal yet: 'factory pr' publishes a build made in a local repository, and the workers push this one's branch to --repo-url; open its pull request on the forge, or build locally with --pr")
 		}
 		if err := o.checkPlannerFlags(cmd); err != nil {
 			return err
