@@ -56,8 +56,8 @@ func TestMCPPRGitHub(t *testing.T) {
 	if out := git(t, f.remote, "branch", "--list", st.Branch); out != "" {
 		t.Errorf("pushed without a token: %s", out)
 	}
-	if exists(filepath.Join(st.BuildDir, prRecordFile)) {
-		t.Errorf("%s written by a refused call", prRecordFile)
+	if exists(filepath.Join(st.BuildDir, forge.RecordFile)) {
+		t.Errorf("%s written by a refused call", forge.RecordFile)
 	}
 	// A token is not an argument.
 	res = bare.call(t, mcp.ToolPR, f.mcpArgs(map[string]any{"repo": f.repo, "github_token": ghToken}), nil)
@@ -86,8 +86,8 @@ func TestMCPPRGitHub(t *testing.T) {
 		!strings.Contains(prs[0].Body, forge.BeginMarker) || !strings.Contains(prs[0].Body, "| WO-03 |") {
 		t.Fatalf("pull requests = %+v", prs)
 	}
-	var saved prRecord
-	readJSON(t, filepath.Join(st.BuildDir, prRecordFile), &saved)
+	var saved forge.Record
+	readJSON(t, filepath.Join(st.BuildDir, forge.RecordFile), &saved)
 	if saved.Number != rec.Number || saved.URL != rec.URL || saved.Action != "created" {
 		t.Errorf("pr.json = %+v", saved)
 	}

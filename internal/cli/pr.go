@@ -103,40 +103,6 @@ func forgeTokens(env Env) []string {
 	return out
 }
 
-// prRecord is <build dir>/pr.json: the pull request a build was last
-// published to, for status, serve and --json.
-type prRecord struct {
-	Forge  forge.Kind  `json:"forge"`
-	Repo   string      `json:"repo"`
-	Number int         `json:"number"`
-	URL    string      `json:"url"`
-	State  forge.State `json:"state"`
-	Draft  bool        `json:"draft"`
-	Head   string      `json:"head"`
-	Base   string      `json:"base"`
-	// Commit is the head commit pushed; Action what this publication did:
-	// created, updated or unchanged.
-	Commit string `json:"commit"`
-	Action string `json:"action"`
-	Pushed bool   `json:"pushed"`
-}
-
-const prRecordFile = "pr.json"
-
-// readPRRecord reads the pull request a build was published to; nil when
-// it was not.
-func readPRRecord(buildDir string) *prRecord {
-	data, err := os.ReadFile(filepath.Join(buildDir, prRecordFile))
-	if err != nil {
-		return nil
-	}
-	var r prRecord
-	if json.Unmarshal(data, &r) != nil {
-		return nil
-	}
-	return &r
-}
-
 // publication is what publish needs besides the build's status.
 type publication struct {
 	issue      int    // the issue the build resolves, 0 for none
@@ -161,7 +127,7 @@ func (e *refusedPRError) Error() string { return e.msg }
 // request, then records it in the build's directory. A failed or
 // unfinished build is published as a draft with a comment saying where it
 // stopped (once per failure).
-func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st *builder.Status, f *forgeFlags, p publication) (*prRecord, error) {
+func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st *builder.Status, f *forgeFlags, p publication) (*forge.Record, error) {
 	c := conn.client
 	tip, ok, err := repo.BranchCommit(ctx, st.Branch)
 	if err != nil {
@@ -221,7 +187,7 @@ func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st
 	if p.issue > 0 {
 		body.Ledger.Issue, body.Ledger.Refs = p.issue, cmp.Or(p.refs, "Fixes")
 	}
-	rec := &prRecord{Forge: conn.target.Kind, Repo: conn.target.Repo, Head: st.Branch, Base: base, Commit: tip, Pushed: pushed}
+	rec := &forge.Record{Forge: conn.target.Kind, Repo: conn.target.Repo, Head: st.Branch, Base: base, Commit: tip, Pushed: pushed}
 	var pr *forge.PR
 	if existing == nil {
 		pr, err = c.CreatePR(ctx, forge.NewPR{Title: prTitle(st, p), Body: forge.Render(body), Head: st.Branch, Base: base, Draft: draft})
@@ -258,7 +224,7 @@ func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st
 		}
 	}
 	rec.Number, rec.URL, rec.State, rec.Draft = pr.Number, pr.URL, pr.State, pr.Draft
-	if err := artifact.WriteJSON(filepath.Join(st.BuildDir, prRecordFile), rec); err != nil {
+	if err := artifact.WriteJSON(filepath.Join(st.BuildDir, forge.RecordFile), rec); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -501,7 +467,7 @@ func runPR(cmd *cobra.Command, env Env, o *prOptions) error {
 
 // reportPR prints the outcome of a publication and maps its error to an
 // exit code.
-func reportPR(env Env, jsonOut bool, rec *prRecord, err error) error {
+func reportPR(env Env, jsonOut bool, rec *forge.Record, err error) error {
 	var refused *refusedPRError
 	if errors.As(err, &refused) {
 		return usagef("%s", refused.msg)

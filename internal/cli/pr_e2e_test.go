@@ -50,11 +50,11 @@ func (f *prFixture) env(t *testing.T) []string {
 	return append(gitEnv(t.TempDir()), "OPENAI_API_KEY=test-key", "GITHUB_TOKEN="+ghToken)
 }
 
-func (f *prFixture) pr(t *testing.T, extra ...string) (runOut, prRecord) {
+func (f *prFixture) pr(t *testing.T, extra ...string) (runOut, forge.Record) {
 	t.Helper()
 	args := append(append([]string{"pr", "--repo", f.repo, "--out", f.out, "--json"}, f.forgeArgs()...), extra...)
 	res := runFactory(t, f.env(t), args...)
-	var rec prRecord
+	var rec forge.Record
 	if res.code == ExitPass {
 		if err := json.Unmarshal([]byte(res.stdout), &rec); err != nil {
 			t.Fatalf("pr --json: %v\n%s", err, res.stdout)
@@ -172,8 +172,8 @@ func TestPRGitHub(t *testing.T) {
 			t.Errorf("the token in a request's path or body: %s %s", r.Method, r.Path)
 		}
 	}
-	var saved prRecord
-	readJSON(t, filepath.Join(st.BuildDir, prRecordFile), &saved)
+	var saved forge.Record
+	readJSON(t, filepath.Join(st.BuildDir, forge.RecordFile), &saved)
 	if saved.Number != rec.Number || saved.URL == "" {
 		t.Errorf("pr.json = %+v", saved)
 	}
@@ -183,7 +183,7 @@ func TestPRGitHub(t *testing.T) {
 	}
 	status = runFactory(t, nil, "status", "--repo", f.repo, "--json")
 	var withPR struct {
-		PR *prRecord `json:"pull_request"`
+		PR *forge.Record `json:"pull_request"`
 	}
 	if err := json.Unmarshal([]byte(status.stdout), &withPR); err != nil || withPR.PR == nil || withPR.PR.URL != rec.URL {
 		t.Errorf("status --json: %v\n%s", err, status.stdout)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/forge"
 )
 
 type statusOptions struct {
@@ -47,11 +48,14 @@ has run in it.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
-			pr := readPRRecord(st.BuildDir)
+			pr, err := forge.ReadRecord(st.BuildDir)
+			if err != nil { // the build's status stands without it
+				fmt.Fprintf(env.Stderr, "warning: the pull request record: %v\n", err)
+			}
 			if o.jsonOut {
 				b, err := json.MarshalIndent(struct {
 					*builder.Status
-					PR *prRecord `json:"pull_request,omitempty"`
+					PR *forge.Record `json:"pull_request,omitempty"`
 				}{st, pr}, "", "  ")
 				if err != nil {
 					return &internalError{err: err}
