@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,13 +26,25 @@ type Toolchains struct {
 	Env []string
 }
 
-// MachineToolchains finds the toolchains' caches and homes, once per process. Go is asked (`go
-// env`, ~10 ms); the others are found as they find themselves, from their variables, their
-// configuration and their defaults: asking npm or pip costs 0.3 to 0.8 s, more than a whole
-// attempt. A directory that does not exist is left to the sandbox, which skips it.
+// MachineToolchains finds the toolchains' caches and homes, once per process, asking none of
+// them: Go's configuration is derived as go derives it (deriveGoEnv; `go env` itself, ~10 ms,
+// only where that cannot be settled), the others are found as they find themselves, from their
+// variables, their configuration and their defaults: asking npm or pip costs 0.3 to 0.8 s, more
+// than a whole attempt. A directory that does not exist is left to the sandbox, which skips it.
 var MachineToolchains = sync.OnceValue(func() Toolchains {
-	return findToolchains(askToolchain, os.Getenv, os.ReadFile)
+	return findToolchains(machineGoEnv, os.Getenv, os.ReadFile)
 })
+
+// machineGoEnv is this machine's go configuration, and whether go is installed and runs.
+func machineGoEnv() (goEnv, bool) {
+	switch e, v := deriveGoEnv(os.Getenv); v {
+	case goDerived:
+		return e, true
+	case goAbsent:
+		return goEnv{}, false
+	}
+	return askGoEnv(askToolchain)
+}
 
 // askTimeout bounds the question to a toolchain.
 const askTimeout = 5 * time.Second
@@ -56,30 +67,30 @@ func askToolchain(argv ...string) ([]byte, bool) {
 	defer os.RemoveAll(tmp)
 	env := []string{"XDG_CONFIG_HOME=" + tmp}
 	if os.Getenv("GOENV") == "" {
+		file := "off" // no configuration directory: go reads no env file
 		if dir, err := os.UserConfigDir(); err == nil {
-			env = append(env, "GOENV="+filepath.Join(dir, "go", "env"))
+			file = filepath.Join(dir, "go", "env")
 		}
+		env = append(env, "GOENV="+file)
 	}
 	out, err := proc.Output(ctx, "/", argv, proc.SetEnv(os.Environ(), env...))
 	return out, err == nil
 }
 
-// findToolchains asks go, then adds the other toolchains' directories, in a fixed order.
-func findToolchains(ask func(argv ...string) ([]byte, bool), getenv func(string) string, readFile func(string) ([]byte, error)) Toolchains {
+// findToolchains takes go's configuration (goConf: false if go is not installed), then adds the
+// other toolchains' directories, in a fixed order.
+func findToolchains(goConf func() (goEnv, bool), getenv func(string) string, readFile func(string) ([]byte, error)) Toolchains {
 	var t Toolchains
-	if out, ok := ask("go", "env", "-json", "GOCACHE", "GOMODCACHE", "GOENV"); ok {
-		var env struct{ GOCACHE, GOMODCACHE, GOENV string }
-		if json.Unmarshal(out, &env) == nil {
-			if filepath.IsAbs(env.GOCACHE) { // not "off"
-				t.Caches = append(t.Caches, sandbox.Cache{Dir: env.GOCACHE, Env: "GOCACHE"})
-			}
-			if filepath.IsAbs(env.GOMODCACHE) {
-				t.Caches = append(t.Caches, sandbox.Cache{Dir: env.GOMODCACHE, Env: "GOMODCACHE", ReadOnlyFallback: true})
-			}
-			t.Env = append(t.Env, "GOTOOLCHAIN=local")
-			if filepath.IsAbs(env.GOENV) { // not "off"
-				t.Env = append(t.Env, "GOENV="+env.GOENV)
-			}
+	if env, ok := goConf(); ok {
+		if filepath.IsAbs(env.GOCACHE) { // not "off"
+			t.Caches = append(t.Caches, sandbox.Cache{Dir: env.GOCACHE, Env: "GOCACHE"})
+		}
+		if filepath.IsAbs(env.GOMODCACHE) {
+			t.Caches = append(t.Caches, sandbox.Cache{Dir: env.GOMODCACHE, Env: "GOMODCACHE", ReadOnlyFallback: true})
+		}
+		t.Env = append(t.Env, "GOTOOLCHAIN=local")
+		if filepath.IsAbs(env.GOENV) { // not "off"
+			t.Env = append(t.Env, "GOENV="+env.GOENV)
 		}
 	}
 	t.Env = append(t.Env, "npm_config_update_notifier=false", "npm_config_audit=false")

@@ -23,19 +23,18 @@ func TestFindToolchains(t *testing.T) {
 	goCaches := []sandbox.Cache{{Dir: "/c/go-build", Env: "GOCACHE"}, {Dir: "/g/pkg/mod", Env: "GOMODCACHE", ReadOnlyFallback: true}}
 	cases := []struct {
 		name    string
-		goEnv   string // go env's answer; "": go is not installed
+		goEnv   *goEnv // go's configuration; nil: go is not installed
 		env     map[string]string
 		npmrc   string
 		want    []sandbox.Cache
 		wantEnv []string
 	}{
-		{"nothing installed, no HOME", "", nil, "", nil, npm},
-		{"defaults under HOME", "", map[string]string{"HOME": "/h"}, "", defaults, npm},
-		{"go answers", `{"GOCACHE": "/c/go-build", "GOMODCACHE": "/g/pkg/mod", "GOENV": "/h/.config/go/env"}`, map[string]string{"HOME": "/h"}, "",
+		{"nothing installed, no HOME", nil, nil, "", nil, npm},
+		{"defaults under HOME", nil, map[string]string{"HOME": "/h"}, "", defaults, npm},
+		{"go answers", &goEnv{GOCACHE: "/c/go-build", GOMODCACHE: "/g/pkg/mod", GOENV: "/h/.config/go/env"}, map[string]string{"HOME": "/h"}, "",
 			append(slices.Clone(goCaches), defaults...), append([]string{"GOTOOLCHAIN=local", "GOENV=/h/.config/go/env"}, npm...)},
-		{"go's caches off", `{"GOCACHE": "off", "GOMODCACHE": "", "GOENV": "off"}`, nil, "", nil, append([]string{"GOTOOLCHAIN=local"}, npm...)},
-		{"go that does not speak JSON", "GOCACHE=/x", nil, "", nil, npm},
-		{"variables and XDG directories", "", map[string]string{"HOME": "/h", "RUSTUP_HOME": "/opt/rustup", "CARGO_HOME": "/opt/cargo",
+		{"go's caches and env file off", &goEnv{GOCACHE: "off"}, nil, "", nil, append([]string{"GOTOOLCHAIN=local"}, npm...)},
+		{"variables and XDG directories", nil, map[string]string{"HOME": "/h", "RUSTUP_HOME": "/opt/rustup", "CARGO_HOME": "/opt/cargo",
 			"npm_config_cache": "/n", "YARN_CACHE_FOLDER": "/y", "XDG_CACHE_HOME": "/xc", "XDG_DATA_HOME": "/xd", "GRADLE_USER_HOME": "relative"},
 			"cache=/ignored\n", []sandbox.Cache{
 				{Dir: "/opt/rustup", Env: "RUSTUP_HOME", ReadOnlyFallback: true}, {Dir: "/opt/cargo", Env: "CARGO_HOME", ReadOnlyFallback: true},
@@ -43,13 +42,16 @@ func TestFindToolchains(t *testing.T) {
 				{Dir: "/xd/pnpm/store", Env: "npm_config_store_dir"}, {Dir: "/xc/pip", Env: "PIP_CACHE_DIR"},
 				{Dir: "/h/.m2"}, {Dir: "/h/.gradle", Env: "GRADLE_USER_HOME"},
 			}, npm},
-		{".npmrc sets the cache", "", map[string]string{"HOME": "/h"}, "registry=https://r.example/\n cache = \"~/npm-cache/\"\n",
+		{".npmrc sets the cache", nil, map[string]string{"HOME": "/h"}, "registry=https://r.example/\n cache = \"~/npm-cache/\"\n",
 			append(append(slices.Clone(defaults[:2]), sandbox.Cache{Dir: "/h/npm-cache", Env: "npm_config_cache"}), defaults[3:]...), npm},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ask := func(argv ...string) ([]byte, bool) {
-				return []byte(c.goEnv), argv[0] == "go" && c.goEnv != ""
+			goConf := func() (goEnv, bool) {
+				if c.goEnv == nil {
+					return goEnv{}, false
+				}
+				return *c.goEnv, true
 			}
 			readFile := func(path string) ([]byte, error) {
 				if path == "/h/.npmrc" && c.npmrc != "" {
@@ -57,7 +59,7 @@ func TestFindToolchains(t *testing.T) {
 				}
 				return nil, os.ErrNotExist
 			}
-			got := findToolchains(ask, func(name string) string { return c.env[name] }, readFile)
+			got := findToolchains(goConf, func(name string) string { return c.env[name] }, readFile)
 			if !slices.Equal(got.Caches, c.want) || !slices.Equal(got.Env, c.wantEnv) {
 				t.Errorf("findToolchains = %+v, %q\nwant %+v, %q", got.Caches, got.Env, c.want, c.wantEnv)
 			}
@@ -76,7 +78,7 @@ func TestAskToolchainLeavesNoTrace(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", "")
 	t.Setenv("GOENV", "")
-	tc := findToolchains(askToolchain, os.Getenv, os.ReadFile)
+	tc := findToolchains(func() (goEnv, bool) { return askGoEnv(askToolchain) }, os.Getenv, os.ReadFile)
 	if want := "GOENV=" + filepath.Join(home, ".config", "go", "env"); !slices.Contains(tc.Env, want) {
 		t.Errorf("Env %v lacks %s", tc.Env, want)
 	}
