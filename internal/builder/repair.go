@@ -209,23 +209,24 @@ func (b *builder) mayRepair() bool {
 		return false
 	}
 	if len(b.repairs) >= b.o.MaxRepairs {
-		b.progress("build: %s failed and no repairs are left (--max-repairs %d)%s", b.sum.Failed, b.o.MaxRepairs, b.triedRepairs())
+		b.progress("%s", NoRepairsLeft(b.sum.Failed, b.o.MaxRepairs, b.repairs))
 		return false
 	}
 	return true
 }
 
-// triedRepairs lists the repairs made so far, for a line that ends the
-// build.
-func (b *builder) triedRepairs() string {
-	if len(b.repairs) == 0 {
-		return ""
+// NoRepairsLeft is the line that ends a build whose order failed failed
+// after maxRepairs repairs: it lists the repairs tried.
+func NoRepairsLeft(failed string, maxRepairs int, repairs []RepairRecord) string {
+	line := fmt.Sprintf("build: %s failed and no repairs are left (--max-repairs %d)", failed, maxRepairs)
+	if len(repairs) == 0 {
+		return line
 	}
 	var parts []string
-	for _, r := range b.repairs {
+	for _, r := range repairs {
 		parts = append(parts, r.Describe())
 	}
-	return "; repairs tried: " + strings.Join(parts, "; ")
+	return line + "; repairs tried: " + strings.Join(parts, "; ")
 }
 
 // takePending returns the repair a killed process left, when it still
@@ -305,16 +306,35 @@ func (b *builder) newRepair(ctx context.Context, passed map[string]string) (*rep
 	if i < 0 {
 		return nil, fmt.Errorf("repair: the failed work order %s is not in the plan", b.sum.Failed)
 	}
-	wo, line := b.plan.WorkOrders[i], b.sum.WorkOrders[i]
-	failed := planner.FailedOrder{ID: wo.ID, Title: wo.Title, Stage: line.Stage, StoppedEarly: b.sum.StoppedEarly, Error: line.Error, Attempts: []planner.AttemptFailure{}}
-	if line.RunDir != "" {
-		attempts, err := attemptFailures(filepath.Join(line.RunDir, "run_summary.json"))
-		if err != nil {
-			// The repair can still be asked for: the stage says something.
-			b.progress("build: warning: the failure briefs of %s cannot be read (%v); asking for a repair without them", wo.ID, err)
-		}
-		failed.Attempts = attempts
+	failed, err := FailedOrder(b.plan.WorkOrders[i], b.sum.WorkOrders[i], b.sum.StoppedEarly)
+	if err != nil {
+		// The repair can still be asked for: the stage says something.
+		b.progress("build: warning: %v; asking for a repair without them", err)
 	}
+	return b.requestRepair(ctx, failed, passed)
+}
+
+// FailedOrder is the evidence a repair is asked with about work order wo,
+// which failed with summary line line: its stage, its error, why its
+// attempts stopped early, and each attempt's failure brief, read from its
+// run directory. When the briefs cannot be read the rest is returned with
+// the error.
+func FailedOrder(wo workorder.WorkOrder, line WorkOrder, stoppedEarly string) (planner.FailedOrder, error) {
+	failed := planner.FailedOrder{ID: wo.ID, Title: wo.Title, Stage: line.Stage, StoppedEarly: stoppedEarly, Error: line.Error, Attempts: []planner.AttemptFailure{}}
+	if line.RunDir == "" {
+		return failed, nil
+	}
+	attempts, err := attemptFailures(filepath.Join(line.RunDir, "run_summary.json"))
+	failed.Attempts = attempts
+	if err != nil {
+		return failed, fmt.Errorf("the failure briefs of %s cannot be read (%w)", wo.ID, err)
+	}
+	return failed, nil
+}
+
+// requestRepair records the request of repair len(b.repairs)+1 of failed,
+// with the orders in passed committed, in a fresh repair directory.
+func (b *builder) requestRepair(ctx context.Context, failed planner.FailedOrder, passed map[string]string) (*repairJob, error) {
 	before, committed := committedFirst(b.plan, passed)
 	req := repairRequest{Failed: failed, Committed: []planner.CommittedOrder{}, Used: slices.Clone(b.used)}
 	for _, w := range before.WorkOrders[:committed] {
@@ -588,11 +608,11 @@ func (b *builder) repairTrailer(id string) string {
 	return ""
 }
 
-// passedAfter says how many repairs a build that passed needed: "" for
-// none, else " after N repairs".
-func (b *builder) passedAfter() string {
+// PassedAfter says how many of repairs a build that passed needed: ""
+// for none, else " after N repairs".
+func PassedAfter(repairs []RepairRecord) string {
 	applied := 0
-	for _, r := range b.repairs {
+	for _, r := range repairs {
 		if r.Outcome == RepairApplied {
 			applied++
 		}

@@ -74,7 +74,7 @@ func (b *builder) runAll(ctx context.Context) error {
 			switch {
 			case err == nil:
 				b.sum.Verdict = VerdictPass
-				b.progress("build %s: PASS%s, %d work orders committed on %s", b.sum.PlanHash, b.passedAfter(), len(b.plan.WorkOrders), b.sum.Branch)
+				b.progress("build %s: PASS%s, %d work orders committed on %s", b.sum.PlanHash, PassedAfter(b.repairs), len(b.plan.WorkOrders), b.sum.Branch)
 				return nil
 			case !errors.Is(err, errWorkOrderFailed):
 				b.sum.Verdict = verdictOf(err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/planner"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -17,7 +19,8 @@ import (
 type Step struct {
 	// Options as for Run: SpecPath or PlanDir, Out, the planner fields,
 	// Python and Spent for LoadPlan; Run (with Lock set), Spent and
-	// Progress for RunWorkOrder. Repo and Branch are not used.
+	// Progress for RunWorkOrder; SpecPath, the planner fields, Python,
+	// Meter and MaxRepairs for RepairPlan. Repo and Branch are not used.
 	Options
 	Repo     *gitws.Repo
 	PlanHash string
@@ -29,6 +32,9 @@ type Step struct {
 	// CacheLayout is the whole plan's (PlanCacheLayout), for the prompts of
 	// RunWorkOrder, which sees one work order; nil: that order's alone.
 	CacheLayout *CacheLayout
+	// OrderRepair is the repair that last wrote the order RunWorkOrder
+	// runs (its commit's Factory-Repair trailer); 0 for none.
+	OrderRepair int
 }
 
 // PlanHash is the identity of the build o describes, as Run computes it:
@@ -66,8 +72,47 @@ func (s Step) RunWorkOrder(ctx context.Context, wo workorder.WorkOrder) (line Wo
 	// A build of this one work order, run by the local loop's runOne.
 	b.plan = &workorder.Manifest{WorkOrders: []workorder.WorkOrder{wo}}
 	b.sum.WorkOrders = []WorkOrder{{ID: wo.ID, Title: wo.Title, Outcome: OutcomePending}}
+	b.repairOf = map[string]int{wo.ID: s.OrderRepair}
 	err = b.runOne(ctx, 0)
 	return b.sum.WorkOrders[0], b.sum.StoppedEarly, err
+}
+
+// RepairJob is a repair for Step.RepairPlan to ask for.
+type RepairJob struct {
+	Plan   *workorder.Manifest // the plan as it stands
+	Failed planner.FailedOrder // the order that failed and its evidence (FailedOrder)
+	// Passed maps the orders committed on the build branch to their
+	// commits (Passed).
+	Passed map[string]string
+	// Earlier are the build's repairs so far: this one is the next.
+	Earlier []RepairRecord
+	Used    []string // every id the build's plans have held
+}
+
+// RepairPlan asks the planner for the repair job describes and records
+// it in s.BuildDir's repairs/<N>/, as the local build does, on s.Repo
+// checked out at the build branch's tip. It returns the repair's record
+// and, when it was applied, the repaired plan; err is a model, budget or
+// I/O error.
+func (s Step) RepairPlan(ctx context.Context, job RepairJob) (RepairRecord, *workorder.Manifest, error) {
+	b := s.builder()
+	if s.BuildDir != "" {
+		b.events = filepath.Join(s.BuildDir, "events.jsonl")
+	}
+	b.plan, b.used, b.repairs, b.repairOf = job.Plan, slices.Clone(job.Used), slices.Clone(job.Earlier), map[string]int{}
+	rj, err := b.requestRepair(ctx, job.Failed, job.Passed)
+	if err != nil {
+		return RepairRecord{}, nil, err
+	}
+	applied, err := b.repair(ctx, rj)
+	if err != nil {
+		return RepairRecord{}, nil, err
+	}
+	rec := b.repairs[len(b.repairs)-1]
+	if !applied {
+		return rec, nil, nil
+	}
+	return rec, b.plan, nil
 }
 
 // Recheck checks commit out, detached, in s.Repo and runs wo's checks on

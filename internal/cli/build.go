@@ -129,7 +129,7 @@ func addBuildFlags(f *pflag.FlagSet, o *buildOptions) {
 	f.Lookup("json").Usage = "print the build summary as JSON to stdout"
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "on a terminal, print every step instead of one live line per work order")
 	f.IntVarP(&o.jobs, "jobs", "j", 1, "work orders run at the same time, each in a worktree of its own (with --temporal: on any workers), integrated in plan order (see docs/build.md); 1 runs them one after the other")
-	f.StringVar(&o.repair, "repair", "auto", "when a work order fails every attempt: auto asks the planner to repair the rest of the plan and goes on, off stops the build (local builds; see docs/build.md)")
+	f.StringVar(&o.repair, "repair", "auto", "when a work order fails every attempt: auto asks the planner to repair the rest of the plan and goes on, off stops the build (see docs/build.md)")
 	f.IntVar(&o.maxRepairs, "max-repairs", 2, "repairs of the plan per build, across resumes, with --repair auto")
 	f.StringVar(&o.earlierPlan, "earlier-plan", "", "when the last build planned this spec with an earlier factory release (another template or validation rules): keep goes on with that build and its plan, checked against this release's rules; replan plans the spec again as a new build (default: go on when the plan recorded the spec's hash and it matches, else stop and ask)")
 	f.BoolVar(&o.resetBudget, "reset-budget", false, "do not count what earlier runs of this build spent against --max-tokens / --max-cost-usd (by default a resumed build counts it)")

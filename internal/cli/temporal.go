@@ -139,7 +139,7 @@ func (o *buildOptions) buildInput() (temporal.BuildInput, error) {
 		MaxAttempts: o.run.maxAttempts, TimeoutSeconds: o.run.timeoutSeconds, VerifyCommands: o.run.verifyCommands,
 		ReasoningEffort: o.effort, MaxOutputTokens: o.maxOutputTokens, PlanMaxAttempts: o.planMaxAttempts,
 		Review: o.review, ReviewModel: review, MaxTokens: o.run.maxTokens, MaxCostUSD: o.run.maxCostUSD, MapTokens: o.mapTokens,
-		HeartbeatTimeout: o.temporal.heartbeatTimeout, Jobs: o.jobs,
+		HeartbeatTimeout: o.temporal.heartbeatTimeout, Jobs: o.jobs, Repair: o.repair == "auto", MaxRepairs: o.maxRepairs,
 	}
 	if in.Branch == "" {
 		in.Branch = "factory/" + hash
@@ -174,7 +174,11 @@ func printTemporalResult(env Env, asJSON bool, res temporal.BuildResult) {
 		}
 		return
 	}
-	fmt.Fprintf(env.Stdout, "verdict: %s\nworkflow: %s\nbranch: %s of %s", res.Verdict, res.WorkflowID, res.Branch, res.RepoURL)
+	verdict := res.Verdict
+	if n := appliedRepairs(res.Repairs); n > 0 && res.Verdict == builder.VerdictPass {
+		verdict += " (passed after " + plural(n, "repair") + ")"
+	}
+	fmt.Fprintf(env.Stdout, "verdict: %s\nworkflow: %s\nbranch: %s of %s", verdict, res.WorkflowID, res.Branch, res.RepoURL)
 	if res.Head != "" {
 		fmt.Fprintf(env.Stdout, " at %s", gitws.ShortHash(res.Head))
 	}
@@ -190,6 +194,7 @@ func printTemporalResult(env Env, asJSON bool, res temporal.BuildResult) {
 		}
 		fmt.Fprintf(env.Stdout, "  %s\n", line)
 	}
+	printRepairs(env, res.Repairs)
 }
 
 // temporalExit maps a distributed build's verdict to the local build's

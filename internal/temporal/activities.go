@@ -241,18 +241,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanResult, error)
 		o.Template = planner.DefaultTemplate
 	}
 	o.Run.ModelName = b.ModelName
-	inputs := filepath.Join(a.cfg.WorkDir, "inputs", b.PlanHash)
-	if err := os.MkdirAll(inputs, 0o755); err != nil {
-		return res, err
-	}
-	if b.Spec != "" {
-		o.SpecPath = filepath.Join(inputs, "spec.md")
-		err = os.WriteFile(o.SpecPath, []byte(b.Spec), 0o644)
-	} else {
-		o.PlanDir = filepath.Join(inputs, "plan.json")
-		err = os.WriteFile(o.PlanDir, b.Plan, 0o644)
-	}
-	if err != nil {
+	if o.SpecPath, o.PlanDir, err = a.inputFiles(b); err != nil {
 		return res, err
 	}
 	plan, err := builder.Step{Options: o, Repo: s.repo, PlanHash: b.PlanHash, Base: res.BaseCommit}.LoadPlan(s.ctx)
@@ -262,6 +251,21 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanResult, error)
 		return res, s.classify(ctx, err, res, &res.Lines)
 	}
 	return res, nil
+}
+
+// inputFiles writes the build's spec, or its given plan, where the
+// worker keeps its inputs, and returns its path.
+func (a *Activities) inputFiles(b BuildInput) (spec, plan string, err error) {
+	inputs := filepath.Join(a.cfg.WorkDir, "inputs", b.PlanHash)
+	if err := os.MkdirAll(inputs, 0o755); err != nil {
+		return "", "", err
+	}
+	if b.Spec != "" {
+		spec = filepath.Join(inputs, "spec.md")
+		return spec, "", os.WriteFile(spec, []byte(b.Spec), 0o644)
+	}
+	plan = filepath.Join(inputs, "plan.json")
+	return "", plan, os.WriteFile(plan, b.Plan, 0o644)
 }
 
 // WorkOrder runs one work order on the worker's copy of the remote, at
@@ -310,7 +314,7 @@ func (a *Activities) WorkOrder(ctx context.Context, in WorkOrderInput) (WorkOrde
 		return res, fmt.Errorf("the worker's copy %s is not clean after checking out %s: %v %s", s.repo.Root, b.Branch, err, factory.Summarize(dirty, 5))
 	}
 	line, stopped, err := a.runWorkOrder(s, in)
-	res.WorkOrder, res.StoppedEarly = line, stopped
+	res.WorkOrder, res.StoppedEarly, res.Failure = line, stopped, failure(s, in, line, stopped, err)
 	if err == nil {
 		if err = s.repo.PushLease(s.ctx, b.RepoURL, b.Branch, line.Commit, expected); err == nil {
 			res.Verdict = builder.VerdictPass
@@ -333,7 +337,67 @@ func (a *Activities) runWorkOrder(s *session, in WorkOrderInput) (builder.WorkOr
 	}
 	step := a.step(s, b)
 	step.Run.Model, step.Run.Prices, step.Meter, step.CacheLayout = m.SE, m.Meter.Prices(), m.Meter, &in.CacheLayout
+	step.OrderRepair = in.Repair
 	return step.RunWorkOrder(s.ctx, in.WorkOrder)
+}
+
+// failure is the evidence of a work order that ended FAIL in a build
+// that repairs its plan, read here, where its run directory is, for a
+// Repair activity on any worker; nil otherwise.
+func failure(s *session, in WorkOrderInput, line builder.WorkOrder, stopped string, err error) *planner.FailedOrder {
+	if !in.Build.Repair || !errors.Is(err, builder.ErrWorkOrderFailed) {
+		return nil
+	}
+	f, ferr := builder.FailedOrder(in.WorkOrder, line, stopped)
+	if ferr != nil {
+		fmt.Fprintf(s.log, "build: warning: %v; a repair is asked for without them\n", ferr)
+	}
+	return &f
+}
+
+// Repair asks the planner to repair the plan after a work order ended
+// FAIL, with the local build's code (builder.Step.RepairPlan): on the
+// worker's copy of the remote checked out at the branch's tip, the orders
+// on the branch committed, recorded under this workflow's build directory
+// on the worker (repairs/<N>/). The result is the record and, applied, the
+// repaired plan; the workflow goes on with it.
+func (a *Activities) Repair(ctx context.Context, in RepairInput) (RepairResult, error) {
+	res := RepairResult{Worker: a.cfg.Identity}
+	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, ""), in.WorkflowID, in.Spent)
+	if err != nil {
+		return res, err
+	}
+	defer s.end()
+	b := in.Build
+	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
+		return res, err
+	}
+	passed := map[string]string{}
+	if in.Tip != "" {
+		if passed, err = builder.Passed(s.ctx, s.repo, in.Tip, b.PlanHash, in.BaseCommit); err != nil {
+			return res, err
+		}
+	}
+	tip := cmp.Or(in.Tip, in.BaseCommit)
+	if err := s.repo.CheckoutAt(s.ctx, b.Branch, tip); err != nil {
+		return res, err
+	}
+	m, err := a.models(s, b)
+	if err != nil {
+		return res, err
+	}
+	step := a.step(s, b)
+	step.Base, step.PlannerModel, step.Meter, step.Python = in.BaseCommit, m.Planner, m.Meter, a.cfg.Python
+	step.ReasoningEffort, step.MaxOutputTokens, step.PlanMaxAttempts, step.MaxRepairs = b.ReasoningEffort, b.MaxOutputTokens, b.PlanMaxAttempts, b.MaxRepairs
+	if step.SpecPath, _, err = a.inputFiles(b); err != nil {
+		return res, err
+	}
+	res.Record, res.Manifest, err = step.RepairPlan(s.ctx, builder.RepairJob{Plan: in.Plan, Failed: in.Failed, Passed: passed, Earlier: in.Earlier, Used: in.Used})
+	res.Spend, res.Lines = s.stepSpend(), s.log.Lines()
+	if err != nil {
+		return res, s.classify(ctx, err, res, &res.Lines)
+	}
+	return res, nil
 }
 
 // step is the local build's Step for b on s's copy, without models.
@@ -385,7 +449,7 @@ func (a *Activities) parallelWorkOrder(ctx context.Context, in WorkOrderInput, r
 		return res, fmt.Errorf("the worker's copy %s is not clean after checking out %s: %v %s", s.repo.Root, gitws.ShortHash(start), err, factory.Summarize(dirty, 5))
 	}
 	line, stopped, err := a.runWorkOrder(s, in)
-	res.WorkOrder, res.StoppedEarly = line, stopped
+	res.WorkOrder, res.StoppedEarly, res.Failure = line, stopped, failure(s, in, line, stopped, err)
 	if err == nil {
 		if err = s.repo.PushRef(s.ctx, b.RepoURL, ref, line.Commit); err == nil {
 			res.Verdict = builder.VerdictPass

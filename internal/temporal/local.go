@@ -166,7 +166,7 @@ func (r BuildResult) Summary() builder.Summary {
 	s := builder.Summary{Verdict: r.Verdict, PlanHash: r.PlanHash, PlanSource: r.PlanSource, PlanDir: r.PlanDir,
 		Branch: r.Branch, BaseCommit: r.BaseCommit, Tokens: r.Tokens, CostUSD: r.CostUSD, Failed: r.Failed,
 		InputTokens: r.InputTokens, CachedInputTokens: r.CachedInputTokens, CacheWriteTokens: r.CacheWriteTokens,
-		Error: r.Error, WorkOrders: []builder.WorkOrder{}}
+		Error: r.Error, WorkOrders: []builder.WorkOrder{}, Repairs: r.Repairs}
 	for _, w := range r.WorkOrders {
 		s.WorkOrders = append(s.WorkOrders, w.WorkOrder)
 		if w.StoppedEarly != "" {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/factory-harness/factory/internal/builder"
+	"github.com/factory-harness/factory/internal/planner"
 	"github.com/factory-harness/factory/internal/workorder"
 )
 
@@ -37,6 +38,7 @@ const (
 	PlanActivityName      = "factory.Plan"
 	WorkOrderActivityName = "factory.WorkOrder"
 	IntegrateActivityName = "factory.Integrate"
+	RepairActivityName    = "factory.Repair"
 	StateQuery            = "state"
 )
 
@@ -102,6 +104,12 @@ type BuildInput struct {
 	// also in a workflow started before it existed, runs them one after
 	// the other.
 	Jobs int `json:"jobs,omitempty"`
+
+	// Repair asks the planner to repair the plan when a work order ends
+	// FAIL, at most MaxRepairs times (builder.Options.Repair); false, also
+	// in a workflow started before it existed, stops the build there.
+	Repair     bool `json:"repair,omitempty"`
+	MaxRepairs int  `json:"max_repairs,omitempty"`
 }
 
 // orderRef is where a work order of a parallel build (BuildInput.Jobs > 1)
@@ -191,6 +199,33 @@ type WorkOrderInput struct {
 	// orderRef, not to the branch: the Integrate step puts it there.
 	Parallel bool     `json:"parallel,omitempty"`
 	Chain    []string `json:"chain,omitempty"`
+	// Repair is the repair that last wrote the work order (its commit's
+	// Factory-Repair trailer); 0 for none.
+	Repair int `json:"repair,omitempty"`
+}
+
+// RepairInput is the Repair activity's input: repair number Repair of
+// the plan after its order Failed ended FAIL, the branch at Tip.
+type RepairInput struct {
+	Build      BuildInput             `json:"build"`
+	WorkflowID string                 `json:"workflow_id"`
+	BaseCommit string                 `json:"base_commit"`
+	Tip        string                 `json:"tip"` // the branch's commit on the remote; "" when it does not exist yet
+	Plan       *workorder.Manifest    `json:"plan"`
+	Failed     planner.FailedOrder    `json:"failed"`
+	Earlier    []builder.RepairRecord `json:"earlier"` // the build's repairs so far
+	Used       []string               `json:"used"`    // every id the build's plans have held
+	Spent      Spend                  `json:"spent"`   // by the workflow so far
+}
+
+// RepairResult is how a repair ended: its record and, applied, the
+// repaired plan, which the workflow goes on with.
+type RepairResult struct {
+	Record   builder.RepairRecord `json:"record"`
+	Manifest *workorder.Manifest  `json:"manifest,omitempty"`
+	Worker   string               `json:"worker"`
+	Spend    Spend                `json:"spend"`
+	Lines    []string             `json:"lines,omitempty"`
 }
 
 // IntegrateInput is the Integrate activity's input: put a parallel
@@ -226,6 +261,9 @@ type WorkOrderResult struct {
 	Spend  Spend    `json:"spend"`
 	Lines  []string `json:"lines,omitempty"` // progress, for the workflow's log
 	Error  string   `json:"error,omitempty"`
+	// Failure is a FAIL's evidence for a repair (builder.FailedOrder):
+	// its attempts' failure briefs are on the worker that ran it.
+	Failure *planner.FailedOrder `json:"failure,omitempty"`
 }
 
 // BuildResult is the workflow's result and what status and --json print.
@@ -250,6 +288,9 @@ type BuildResult struct {
 	WorkOrders        []WorkOrderResult `json:"work_orders"`
 	Failed            string            `json:"failed,omitempty"`
 	Error             string            `json:"error,omitempty"`
+	// Repairs are the repairs of the plan (BuildInput.Repair), each
+	// recorded on the worker that made it (its dir).
+	Repairs []builder.RepairRecord `json:"repairs,omitempty"`
 	// Lines are the build's progress lines so far (the state query's);
 	// the result itself leaves them out.
 	Lines []string `json:"lines,omitempty"`

@@ -91,6 +91,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	w.RegisterActivityWithOptions(acts.Plan, activity.RegisterOptions{Name: PlanActivityName})
 	w.RegisterActivityWithOptions(acts.WorkOrder, activity.RegisterOptions{Name: WorkOrderActivityName})
 	w.RegisterActivityWithOptions(acts.Integrate, activity.RegisterOptions{Name: IntegrateActivityName})
+	w.RegisterActivityWithOptions(acts.Repair, activity.RegisterOptions{Name: RepairActivityName})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker on task queue %s: %w", o.taskQueue(), err)
 	}

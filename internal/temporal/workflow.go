@@ -12,6 +12,8 @@ import (
 
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/planner"
+	"github.com/factory-harness/factory/internal/workorder"
 )
 
 // retryPolicy bounds the retries of a step that failed for a reason a
@@ -28,9 +30,12 @@ var retryPolicy = temporal.RetryPolicy{
 
 // Build is the workflow: the Plan activity once, then one WorkOrder
 // activity per work order, in order, each on the commit the previous one
-// pushed — or, with in.Jobs > 1, independent ones at once (parallel). The
-// workflow keeps the plan, every step's outcome and the spend,
-// so a replay repeats nothing and the budget covers every step and retry.
+// pushed — or, with in.Jobs > 1, independent ones at once (parallel). When
+// an order ends FAIL and repairs remain (in.Repair), a Repair activity
+// asks the planner for a repaired plan, and the orders of that plan not
+// yet on the branch run as before. The workflow keeps the plan, every
+// step's outcome and the spend, so a replay repeats nothing and the
+// budget covers every step and retry.
 // It ends with the verdict of a local build: PASS completes; FAIL,
 // PLAN_INVALID, BUDGET and ERROR fail with a non-retryable application
 // error of that type whose details are the BuildResult; a cancel ends it
@@ -39,7 +44,7 @@ func Build(ctx workflow.Context, in BuildInput) (BuildResult, error) {
 	w := &buildRun{in: in, st: BuildResult{
 		WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Verdict: VerdictRunning,
 		RepoURL: in.RepoURL, PlanHash: in.PlanHash, Branch: in.Branch, WorkOrders: []WorkOrderResult{},
-	}}
+	}, repairOf: map[string]int{}}
 	if err := workflow.SetQueryHandler(ctx, StateQuery, func() (BuildResult, error) { return w.st, nil }); err != nil {
 		return w.st, err
 	}
@@ -63,33 +68,129 @@ func Build(ctx workflow.Context, in BuildInput) (BuildResult, error) {
 	w.addPlan(plan)
 	r := &w.st
 	r.BaseCommit, r.PlanSource, r.PlanDir, r.PlanWorker = plan.BaseCommit, plan.Source, plan.Dir, plan.Worker
+	w.plan = plan.Manifest
 	for _, wo := range plan.Manifest.WorkOrders {
 		r.WorkOrders = append(r.WorkOrders, WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePending}})
+		w.used = append(w.used, wo.ID)
 	}
-	layout := builder.PlanCacheLayout(plan.Manifest, in.MaxAttempts)
-	if in.Jobs > 1 {
-		if err := w.parallel(ctx, actx, plan, layout); err != nil {
+	passed, tip := plan.Passed, plan.BranchTip
+	for {
+		if in.Jobs > 1 {
+			err = w.parallel(ctx, actx, plan.BaseCommit, passed, tip)
+		} else {
+			err = w.serial(ctx, actx, plan.BaseCommit)
+		}
+		if err == nil {
+			w.say("build %s: PASS%s, %d work orders committed on %s", in.PlanHash, builder.PassedAfter(r.Repairs), len(w.plan.WorkOrders), in.Branch)
+			return w.finish(ctx, nil)
+		}
+		if !w.mayRepair(ctx, err) {
 			return w.finish(ctx, err)
 		}
-		w.say("build %s: PASS, %d work orders committed on %s", in.PlanHash, len(plan.Manifest.WorkOrders), in.Branch)
-		return w.finish(ctx, nil)
+		if err := w.repair(ctx, actx, plan.BaseCommit); err != nil {
+			return w.finish(ctx, err)
+		}
+		// The orders on the branch stay; a parallel build goes on from
+		// its tip.
+		passed, tip = map[string]string{}, r.Head
+		for _, l := range r.WorkOrders {
+			if l.Outcome == builder.OutcomePassed {
+				passed[l.ID] = l.Commit
+			}
+		}
 	}
-	parent := plan.BaseCommit
-	for i, wo := range plan.Manifest.WorkOrders {
+}
+
+// serial runs the orders of the plan not yet on the branch one after the
+// other, each on the commit the previous one pushed, stopping at the
+// first that does not pass.
+func (w *buildRun) serial(ctx, actx workflow.Context, base string) error {
+	r := &w.st
+	layout := builder.PlanCacheLayout(w.plan, w.in.MaxAttempts)
+	parent := cmp.Or(r.Head, base)
+	for i, wo := range w.plan.WorkOrders {
+		if r.WorkOrders[i].Outcome == builder.OutcomePassed {
+			continue
+		}
 		res, err := w.orderDone(ctx, i, workflow.ExecuteActivity(actx, WorkOrderActivityName, WorkOrderInput{
-			Build: in, WorkflowID: r.WorkflowID, BaseCommit: plan.BaseCommit, Parent: parent, WorkOrder: wo, Spent: w.spent,
-			CacheLayout: layout,
+			Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: base, Parent: parent, WorkOrder: wo, Spent: w.spent,
+			CacheLayout: layout, Repair: w.repairOf[wo.ID],
 		}))
 		if err != nil {
 			if res.Outcome == builder.OutcomeFailed {
 				r.Failed = wo.ID
 			}
-			return w.finish(ctx, err)
+			return err
 		}
 		parent, r.Head = res.Commit, res.Commit
 	}
-	w.say("build %s: PASS, %d work orders committed on %s", in.PlanHash, len(plan.Manifest.WorkOrders), in.Branch)
-	return w.finish(ctx, nil)
+	return nil
+}
+
+// mayRepair reports whether err, which ended the orders' run, is a FAIL
+// to repair now, and says so when no repairs are left.
+func (w *buildRun) mayRepair(ctx workflow.Context, err error) bool {
+	var app *temporal.ApplicationError
+	if !w.in.Repair || ctx.Err() != nil || w.st.Failed == "" || !errors.As(err, &app) || app.Type() != errTypeFail {
+		return false
+	}
+	if len(w.st.Repairs) >= w.in.MaxRepairs {
+		w.say("%s", builder.NoRepairsLeft(w.st.Failed, w.in.MaxRepairs, w.st.Repairs))
+		return false
+	}
+	return true
+}
+
+// repair runs the Repair activity for the failed order and goes on with
+// the repaired plan: the orders it kept keep their lines, the others are
+// pending. A give-up or a rejected repair is the build's FAIL, with the
+// repair's account as its error.
+func (w *buildRun) repair(ctx, actx workflow.Context, base string) error {
+	r := &w.st
+	j := slices.IndexFunc(r.WorkOrders, func(l WorkOrderResult) bool { return l.ID == r.Failed })
+	line := r.WorkOrders[j]
+	failed := planner.FailedOrder{ID: line.ID, Title: line.Title, Stage: line.Stage, StoppedEarly: line.StoppedEarly, Error: line.WorkOrder.Error, Attempts: []planner.AttemptFailure{}}
+	if line.Failure != nil {
+		failed = *line.Failure
+	}
+	var res RepairResult
+	err := workflow.ExecuteActivity(actx, RepairActivityName, RepairInput{
+		Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: base, Tip: r.Head, Plan: w.plan, Failed: failed,
+		Earlier: r.Repairs, Used: w.used, Spent: w.spent,
+	}).Get(ctx, &res)
+	if err != nil {
+		details(err, &res)
+	}
+	w.spent = w.spent.add(res.Spend)
+	r.Lines = append(r.Lines, res.Lines...)
+	if err != nil {
+		return err
+	}
+	rec := res.Record
+	r.Repairs = append(r.Repairs, rec)
+	if res.Manifest == nil {
+		return temporal.NewNonRetryableApplicationError(rec.Describe(), errTypeFail, nil)
+	}
+	prev := map[string]WorkOrderResult{}
+	for _, l := range r.WorkOrders {
+		prev[l.ID] = l
+	}
+	lines := []WorkOrderResult{}
+	for _, wo := range res.Manifest.WorkOrders {
+		l, ok := prev[wo.ID]
+		if !ok || l.Outcome != builder.OutcomePassed {
+			l = WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePending}}
+		}
+		lines = append(lines, l)
+		if !slices.Contains(w.used, wo.ID) {
+			w.used = append(w.used, wo.ID)
+		}
+	}
+	for _, id := range slices.Concat(rec.Added, rec.Revised) {
+		w.repairOf[id] = rec.Repair
+	}
+	w.plan, r.WorkOrders, r.Failed = res.Manifest, lines, ""
+	return nil
 }
 
 // parallel runs the work orders of a build with Jobs > 1 as a local
@@ -106,9 +207,10 @@ func Build(ctx workflow.Context, in BuildInput) (BuildResult, error) {
 // order fails, no new one starts; the running ones finish, and the passed
 // ones whose dependencies passed are integrated. The error is the first
 // failure in plan order that is not a FAIL, else the first FAIL.
-func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout builder.CacheLayout) error {
-	r, wos := &w.st, plan.Manifest.WorkOrders
-	deps := builder.Dependencies(plan.Manifest)
+func (w *buildRun) parallel(ctx, actx workflow.Context, base string, passed map[string]string, tip string) error {
+	r, wos := &w.st, w.plan.WorkOrders
+	deps := builder.Dependencies(w.plan)
+	layout := builder.PlanCacheLayout(w.plan, w.in.MaxAttempts)
 	st := make([]builder.OrderState, len(wos))
 	// commits are each order's latest: its own, at its orderRef (what the
 	// orders depending on it start from, as in a local build), or, for an
@@ -116,12 +218,13 @@ func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout 
 	commits := make([]string, len(wos))
 	chains := make([][]string, len(wos))
 	errs := make([]error, len(wos))
-	tip := plan.BranchTip
 	for j, wo := range wos {
-		if c, ok := plan.Passed[wo.ID]; ok {
+		if c, ok := passed[wo.ID]; ok {
 			st[j], commits[j] = builder.StateIntegrated, c
-			r.WorkOrders[j] = WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePassed, Commit: c},
-				Verdict: builder.VerdictPass, Reused: true}
+			if r.WorkOrders[j].Outcome != builder.OutcomePassed { // not by this workflow
+				r.WorkOrders[j] = WorkOrderResult{WorkOrder: builder.WorkOrder{ID: wo.ID, Title: wo.Title, Outcome: builder.OutcomePassed, Commit: c},
+					Verdict: builder.VerdictPass, Reused: true}
+			}
 		}
 	}
 	r.Head = tip
@@ -143,8 +246,8 @@ func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout 
 	start := func(j int, parent string, chain []string) {
 		st[j], chains[j] = builder.StateRunning, chain
 		f := workflow.ExecuteActivity(actx, WorkOrderActivityName, WorkOrderInput{
-			Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: plan.BaseCommit, Parent: parent, WorkOrder: wos[j], Spent: w.spent,
-			CacheLayout: layout, Parallel: true, Chain: chain,
+			Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: base, Parent: parent, WorkOrder: wos[j], Spent: w.spent,
+			CacheLayout: layout, Parallel: true, Chain: chain, Repair: w.repairOf[wos[j].ID],
 		})
 		sel.AddFuture(f, func(f workflow.Future) {
 			res, err := w.orderDone(ctx, j, f)
@@ -157,7 +260,7 @@ func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout 
 		})
 	}
 	integrate := func(j int) {
-		id, onto := wos[j].ID, cmp.Or(tip, plan.BaseCommit)
+		id, onto := wos[j].ID, cmp.Or(tip, base)
 		if chains[j] != nil && !slices.Equal(chains[j], chainOf(j)) {
 			w.say("%s: a work order it depends on ran again since it started; running it again from the branch's tip %s", id, gitws.ShortHash(onto))
 			start(j, onto, nil)
@@ -165,7 +268,7 @@ func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout 
 		}
 		st[j] = builder.StateIntegrating
 		f := workflow.ExecuteActivity(actx, IntegrateActivityName, IntegrateInput{
-			Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: plan.BaseCommit, WorkOrder: wos[j], Commit: commits[j], Tip: tip,
+			Build: w.in, WorkflowID: r.WorkflowID, BaseCommit: base, WorkOrder: wos[j], Commit: commits[j], Tip: tip,
 		})
 		sel.AddFuture(f, func(f workflow.Future) {
 			var res IntegrateResult
@@ -195,7 +298,7 @@ func (w *buildRun) parallel(ctx, actx workflow.Context, plan PlanResult, layout 
 			}
 		}
 		for _, j := range builder.ToStart(deps, st, w.in.Jobs, stopping) {
-			start(j, plan.BaseCommit, chainOf(j))
+			start(j, base, chainOf(j))
 		}
 		if !slices.ContainsFunc(st, func(s builder.OrderState) bool { return s == builder.StateRunning || s == builder.StateIntegrating }) {
 			break
@@ -227,6 +330,11 @@ type buildRun struct {
 	in    BuildInput
 	st    BuildResult // the result so far, with the progress lines
 	spent Spend
+	plan  *workorder.Manifest // the first, or the last repair's
+	// used are the ids every plan of the build has held; repairOf the
+	// repair that last wrote each order (its Factory-Repair trailer).
+	used     []string
+	repairOf map[string]int
 }
 
 // orderDone takes the result of work order j's activity f and folds it
