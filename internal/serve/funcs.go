@@ -100,9 +100,9 @@ var funcs = template.FuncMap{
 // statusClass is the CSS class of a status or verdict.
 func statusClass(s string) string {
 	switch strings.ToUpper(s) {
-	case "PASS", "PASSED":
+	case "PASS", "PASSED", "APPLIED":
 		return "pass"
-	case "FAIL", "FAILED", "ERROR", "BUDGET", "PLAN_INVALID":
+	case "FAIL", "FAILED", "ERROR", "BUDGET", "PLAN_INVALID", "GAVE_UP", "REJECTED":
 		return "fail"
 	case "RUNNING":
 		return "running"

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -419,7 +420,9 @@ func checkLoopPage(t testing.TB, fixture fstest.MapFS, files []string, events, r
 func TestMemoryServesAsDisk(t *testing.T) {
 	out, repo := t.TempDir(), t.TempDir()
 	fixtureBuild(t, out, fuzzHash, true)
+	fixtureRepairs(t, out)
 	fixtureLoop(t, repo)
+	buildPages := slices.Concat(fuzzPages, []string{"/builds/0/" + repairHash, "/api/builds/0/" + repairHash})
 	loopPages := []string{"/", "/loops/0/t1", "/loops/0/t1/1", "/api/index", "/api/loops/0/t1", "/api/loops/0/t1/1"}
 	for _, c := range []struct {
 		name  string
@@ -429,7 +432,7 @@ func TestMemoryServesAsDisk(t *testing.T) {
 		pages []string
 		dir   string
 	}{
-		{"build", Options{Outs: []string{out}}, memTree(t, out), false, fuzzPages, out},
+		{"build", Options{Outs: []string{out}}, memTree(t, out), false, buildPages, out},
 		{"loop", Options{Repos: []string{repo}}, memTree(t, filepath.Join(repo, loop.RunnerDir)), true, loopPages, repo},
 	} {
 		t.Run(c.name, func(t *testing.T) {

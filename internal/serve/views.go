@@ -64,6 +64,12 @@ type BuildView struct {
 	EventsSkipped int       `json:"events_skipped"`
 	SummaryError  string    `json:"summary_error,omitempty"`
 	Activity      *Activity `json:"activity,omitempty"`
+	// Repairs are the repairs of the plan; PlanRepair is the repair whose
+	// plan Plan is (0: the plan as compiled or given).
+	Repairs    []RepairView `json:"repairs"`
+	PlanRepair int          `json:"plan_repair,omitempty"`
+	PR         *PRView      `json:"pull_request"`
+	Src        string       `json:"-"` // the /files/ prefix of the out dir
 }
 
 // WOView is one work order of a build: its outcome, its latest run's
@@ -74,6 +80,7 @@ type WOView struct {
 	Outcome     string       `json:"outcome"` // PASS, FAIL, running, pending, ...
 	Stage       string       `json:"stage,omitempty"`
 	Commit      string       `json:"commit,omitempty"`
+	Repaired    string       `json:"repaired,omitempty"` // "added by repair 1", ...
 	CommitFiles []string     `json:"commit_files,omitempty"`
 	Diff        []DiffFile   `json:"diff,omitempty"`
 	DiffNote    string       `json:"diff_note,omitempty"`
@@ -129,7 +136,8 @@ func (s *Server) buildView(ctx context.Context, o int, hash string) (*BuildView,
 	}
 	row, _ := s.st.buildRow(ctx, o, hash)
 	src := s.st.outs[o]
-	v := &BuildView{Out: o, Hash: hash, Row: row, Summary: sum, EventsSkipped: fold.Skipped, SummaryError: fold.SummaryError}
+	v := &BuildView{Out: o, Hash: hash, Row: row, Summary: sum, EventsSkipped: fold.Skipped, SummaryError: fold.SummaryError,
+		Repairs: s.readRepairs(src, hash), PR: readPR(src, hash), Src: fmt.Sprintf("/files/out/%d", o)}
 	s.readPlan(src, hash, v)
 	repo := fold.Repo
 	if repo == "" && sum != nil {
@@ -158,6 +166,9 @@ func (s *Server) buildView(ctx context.Context, o int, hash string) (*BuildView,
 		seen[id] = true
 		v.WOs = append(v.WOs, s.woView(ctx, src, o, hash, id, fold, sum, git))
 	}
+	// Repaired plans name orders WO-03r1, after WO-03 and before WO-04.
+	slices.SortStableFunc(v.WOs, func(a, b WOView) int { return workorder.CompareIDs(a.ID, b.ID) })
+	by := repairedBy(v.Repairs)
 	for i := range v.WOs {
 		v.WOs[i].Title = titles[v.WOs[i].ID]
 		for _, p := range v.Plan {
@@ -165,6 +176,7 @@ func (s *Server) buildView(ctx context.Context, o int, hash string) (*BuildView,
 				v.WOs[i].Title = p.Title
 			}
 		}
+		v.WOs[i].Repaired = by[v.WOs[i].ID]
 	}
 	v.Events, v.EventsFrom = tailEvents(src, "builds/"+hash+"/events.jsonl", maxEventTail)
 	if row.Status == StatusRunning {
@@ -173,9 +185,9 @@ func (s *Server) buildView(ctx context.Context, o int, hash string) (*BuildView,
 	return v, nil
 }
 
-// readPlan reads the plan and the spec from plans/<hash> in the out dir
-// (a build given --plan DIR has its plan elsewhere: then each run's
-// work_order.json stands in).
+// readPlan reads the plan and the spec: the plan of the last applied
+// repair, else plans/<hash> in the out dir (a build given --plan DIR has
+// its plan elsewhere: then each run's work_order.json stands in).
 func (s *Server) readPlan(src *source, hash string, v *BuildView) {
 	dir := "plans/" + hash
 	var m struct {
@@ -184,14 +196,18 @@ func (s *Server) readPlan(src *source, hash string, v *BuildView) {
 	if src.readJSON(dir+"/"+planner.ManifestName, &m) == nil {
 		v.Verify = m.Verify
 	}
-	ents, _ := src.readDir(dir)
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "WO-") || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		var wo workorder.WorkOrder
-		if src.readJSON(dir+"/"+e.Name(), &wo) == nil {
-			v.Plan = append(v.Plan, wo)
+	if p, n := repairedPlan(src, hash, v.Repairs); p != nil {
+		v.Plan, v.Verify, v.PlanRepair = p.WorkOrders, p.VerifyContract, n
+	} else {
+		ents, _ := src.readDir(dir)
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), "WO-") || !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			var wo workorder.WorkOrder
+			if src.readJSON(dir+"/"+e.Name(), &wo) == nil {
+				v.Plan = append(v.Plan, wo)
+			}
 		}
 	}
 	if len(v.Plan) == 0 {
@@ -209,6 +225,9 @@ func (s *Server) readPlan(src *source, hash string, v *BuildView) {
 				v.Plan = append(v.Plan, wo)
 			}
 		}
+	}
+	if v.PlanRepair == 0 { // listed by file name, where WO-03r10 comes before WO-03r2
+		slices.SortStableFunc(v.Plan, func(a, b workorder.WorkOrder) int { return workorder.CompareIDs(a.ID, b.ID) })
 	}
 	// The spec as the planner saw it: the section of its prompt.
 	prompt := readText(src, dir+"/compile_artifacts/prompt_attempt_1.txt", 4<<20)
