@@ -737,3 +737,81 @@ func TestTemporalBuildParallelFailureThenResume(t *testing.T) {
 		t.Errorf("%d commits on the branch, want 7", n)
 	}
 }
+
+// A build on a worker whose WO-02 cannot pass (repair_e2e_test.go's
+// plan): WO-02 fails, the Repair activity asks the planner with the
+// prompt a local build sends, byte for byte, records the repair in the
+// worker's build directory as a local build does, and the workflow goes
+// on with WO-02r1 and WO-03; the remote's branch keeps WO-01's commit
+// and has WO-02r1's with its Factory-Repair trailer. The history replays.
+func TestTemporalBuildRepair(t *testing.T) {
+	addr := startTemporal(t)
+	ses := []llmtest.Reply{replyWO01, replyWO02, replyWO02, replyWO02, replyWO03}
+	local := newBuildFixture(t, typoPlan())
+	localPlanner, _, localURL := repairServers(t, []llmtest.ResponsesReply{repairReply(nil)}, ses...)
+	if res := local.build(t, localURL, "--poll-interval", "10ms"); res.code != ExitPass {
+		t.Fatalf("local build: exit %d\n%s", res.code, res.stderr)
+	}
+
+	f := newBuildFixture(t, typoPlan())
+	base := git(t, f.repo, "rev-parse", "HEAD")
+	url, remote := bareRemote(t, f.repo)
+	planner, se, srvURL := repairServers(t, []llmtest.ResponsesReply{repairReply(nil)}, ses...)
+	w := startWorker(t, addr, "worker-a", []string{"OPENAI_API_KEY=k"}, "--llm-base-url", srvURL)
+	s := submit(t, nil, temporalBuildArgs(addr, url, f, "--json", "--max-attempts", "3")...)
+	if code := s.wait(t, 3*time.Minute); code != ExitPass {
+		t.Fatalf("exit %d\n%s%s", code, s.stdout.String(), s.stderr.String())
+	}
+	if planner.Remaining() != 0 || se.Remaining() != 0 {
+		t.Errorf("replies left: planner %d, se %d", planner.Remaining(), se.Remaining())
+	}
+	var res temporal.BuildResult
+	if err := json.Unmarshal([]byte(s.stdout.String()), &res); err != nil {
+		t.Fatalf("--json: %v\n%s", err, s.stdout.String())
+	}
+	if got := outcomesOf(res); res.Verdict != builder.VerdictPass || !slices.Equal(got, []string{"WO-01:passed", "WO-02r1:passed", "WO-03:passed"}) ||
+		len(res.Repairs) != 1 || res.Repairs[0].Outcome != builder.RepairApplied {
+		t.Fatalf("result: %v %+v", got, res)
+	}
+	for _, want := range []string{"WO-02: FAIL at acceptance_failed", "build: repair 1 (WO-02 failed at acceptance_failed): removed WO-02; added WO-02r1",
+		"PASS after 1 repair, 3 work orders committed"} {
+		if !strings.Contains(s.stderr.String(), want) {
+			t.Errorf("the submitter's progress lacks %q:\n%s", want, s.stderr.String())
+		}
+	}
+	if got, want := promptOf(planner.Requests()[0]), promptOf(localPlanner.Requests()[0]); got != want {
+		t.Errorf("the worker's repair prompt differs from the local build's:\n%s\n---\n%s", got, want)
+	}
+	hist := historyOf(t, remoteBranch(t, remote, res.Branch), base)
+	if len(hist) != 3 || !strings.Contains(hist[1], "factory: WO-02r1 multiply()") || !strings.Contains(hist[1], "Factory-Repair: 1") ||
+		strings.Contains(hist[0], "Factory-Repair") || strings.Contains(hist[2], "Factory-Repair") {
+		t.Errorf("history:\n%s", strings.Join(hist, "\n"))
+	}
+	// Recorded as a local build records it, for status and serve to read.
+	buildDir := filepath.Join(w.workDir, "out", res.WorkflowID, "builds", res.PlanHash)
+	records, pending, err := builder.ReadRepairs(buildDir)
+	if err != nil || pending != 0 || len(records) != 1 || records[0].Dir != filepath.Join(buildDir, "repairs", "1") || records[0].Added[0] != "WO-02r1" {
+		t.Errorf("the worker's repairs: %v, pending %d, %+v", err, pending, records)
+	}
+	for _, name := range []string{"request.json", "plan_before.json", "prompt_attempt_1.txt", "plan_after.json", "diff.txt"} {
+		if !exists(filepath.Join(buildDir, "repairs", "1", name)) {
+			t.Errorf("repairs/1/%s is missing", name)
+		}
+	}
+	if got := repairEvents(events(t, buildDir)); !slices.Equal(got, []string{"repair_started", "repair_applied"}) {
+		t.Errorf("repair events %v", got)
+	}
+	replayer := sdkworker.NewWorkflowReplayer()
+	replayer.RegisterWorkflowWithOptions(temporal.Build, workflow.RegisterOptions{Name: temporal.WorkflowName})
+	if err := replayer.ReplayWorkflowHistory(nil, workflowHistory(t, addr, res.WorkflowID)); err != nil {
+		t.Errorf("replaying the workflow's history: %v", err)
+	}
+}
+
+func outcomesOf(res temporal.BuildResult) []string {
+	var out []string
+	for _, wo := range res.WorkOrders {
+		out = append(out, wo.ID+":"+wo.Outcome)
+	}
+	return out
+}
