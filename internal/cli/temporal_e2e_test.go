@@ -458,7 +458,7 @@ func temporalStatus(t *testing.T, addr, id string) temporal.BuildResult {
 }
 
 // A work order that fails ends the workflow with FAIL (exit 1) after its
-// attempts; a key the provider rejects ends it with exit 3 and the
+// attempts (with --repair off); a key the provider rejects ends it with exit 3 and the
 // provider's message. Neither is retried.
 func TestTemporalFailAndBadKey(t *testing.T) {
 	addr := startTemporal(t)
@@ -468,7 +468,7 @@ func TestTemporalFailAndBadKey(t *testing.T) {
 		routes := newRoutes(map[string][]llmtest.Reply{"WO-01": {replyWO01}, "WO-02": {replyWO02Bad}, "WO-03": {replyWO03}})
 		srv := llmtest.StartRouted(t, routes.route)
 		startWorker(t, addr, "worker-fail", []string{"OPENAI_API_KEY=k"}, "--llm-base-url", srv.URL, "--task-queue", "fail")
-		res := runFactory(t, gitEnv(t.TempDir()), temporalBuildArgs(addr, url, f, "--task-queue", "fail")...)
+		res := runFactory(t, gitEnv(t.TempDir()), temporalBuildArgs(addr, url, f, "--task-queue", "fail", "--repair", "off")...)
 		if res.code != ExitFail || !strings.Contains(res.stdout, "verdict: FAIL") || !strings.Contains(res.stdout, "verify_failed") {
 			t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", res.code, ExitFail, res.stdout, res.stderr)
 		}
@@ -672,9 +672,9 @@ func workflowHistory(t *testing.T, addr, id string) *historypb.History {
 	return h
 }
 
-// -j 2 on Temporal when beta1 (WO-03) fails: beta2, which depends on it,
-// is never sent to the model; the passed orders are integrated in plan
-// order; the build exits 1 naming WO-03. Submitted again, the orders on
+// -j 2 on Temporal when beta1 (WO-03) fails (--repair off): beta2, which
+// depends on it, is never sent to the model; the passed orders are
+// integrated in plan order; the build exits 1 naming WO-03. Submitted again, the orders on
 // the branch are not asked again and the build passes.
 func TestTemporalBuildParallelFailureThenResume(t *testing.T) {
 	addr := startTemporal(t)
@@ -689,7 +689,7 @@ func TestTemporalBuildParallelFailureThenResume(t *testing.T) {
 	for _, id := range []string{"worker-a", "worker-b"} {
 		startWorker(t, addr, id, []string{"OPENAI_API_KEY=k"}, "--llm-base-url", llmtest.StartRouted(t, routes.route).URL)
 	}
-	args := temporalBuildArgs(addr, url, f, "-j", "2")
+	args := temporalBuildArgs(addr, url, f, "-j", "2", "--repair", "off")
 	res := runFactory(t, gitEnv(t.TempDir()), args...)
 	if res.code != ExitFail || !strings.Contains(res.stdout, "verdict: FAIL") || !strings.Contains(res.stdout, "WO-03") {
 		t.Fatalf("exit %d, want %d naming WO-03\nstdout:\n%s\nstderr:\n%s", res.code, ExitFail, res.stdout, res.stderr)
