@@ -16,6 +16,7 @@ import (
 
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/forge"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/llm"
 	"github.com/factory-harness/factory/internal/planner"
@@ -115,7 +116,7 @@ Exit codes: 0 every work order passed; 1 a work order failed, or planning failed
 	addBuildFlags(f, o)
 	f.StringVar(&o.branch, "branch", "", "branch to build on (default factory/<plan hash>; never main or master)")
 	o.temporal.add(f)
-	f.BoolVar(&o.pr, "pr", false, "afterwards push the branch and open or update its pull request with the evidence, as 'factory pr' does (a build that fails is published as a draft with what passed); the token is checked before anything starts")
+	f.BoolVar(&o.pr, "pr", false, "afterwards push the branch and open or update its pull request with the evidence, as 'factory pr' does (a build that fails is published as a draft with what passed); the token is checked before anything starts; with --temporal the workers push and the pull request goes to --repo-url's forge")
 	o.forge.add(f, false)
 	return cmd
 }
@@ -182,8 +183,8 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return usagef("--jobs %d with --record or --replay: a transcript is replayed in the order its calls were made, which a parallel build does not fix; record and replay with --jobs 1", o.jobs)
 	}
 	if o.temporal.hostPort != "" {
-		if o.pr {
-			return usagef("--pr cannot be used with --temporal yet: 'factory pr' publishes a build made in a local repository, and the workers push this one's branch to --repo-url; open its pull request on the forge, or build locally with --pr")
+		if o.pr && cmd.Flags().Changed("remote") {
+			return usagef("--remote does not apply with --temporal: the workers push the build's branch to --repo-url, and its pull request goes to that repository's forge")
 		}
 		if err := o.checkPlannerFlags(cmd); err != nil {
 			return err
@@ -254,7 +255,13 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 	if conn == nil || (sum.Verdict != builder.VerdictPass && sum.Verdict != builder.VerdictFail) {
 		return verdictErr
 	}
-	pubErr := publishAfterBuild(cmd.Context(), env, o, conn)
+	return withPublication(env, verdictErr, publishAfterBuild(cmd.Context(), env, o, conn))
+}
+
+// withPublication is a build's error once it was published: the build's
+// verdict decides the exit code, and a publication that failed after a
+// failed build is said on stderr.
+func withPublication(env Env, verdictErr, pubErr error) error {
 	if verdictErr != nil {
 		if pubErr != nil {
 			fmt.Fprintf(env.Stderr, "factory: %v\n", pubErr)
@@ -262,6 +269,15 @@ func runBuild(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return verdictErr
 	}
 	return pubErr
+}
+
+// reportAfterBuild reports a publication after a build: on stderr when
+// stdout holds the build's JSON.
+func reportAfterBuild(env Env, jsonOut bool, rec *forge.Record, err error) error {
+	if jsonOut {
+		env.Stdout = env.Stderr
+	}
+	return reportPR(env, false, rec, err)
 }
 
 // publishAfterBuild publishes the build that just ran (--pr); the pull
@@ -280,11 +296,7 @@ func publishAfterBuild(ctx context.Context, env Env, o *buildOptions, conn *forg
 		pub.rerun = rerunHint(st)
 	}
 	rec, err := publish(ctx, env, conn, repo, st, &o.forge, pub)
-	out := env
-	if o.run.jsonOut {
-		out.Stdout = env.Stderr
-	}
-	return reportPR(out, false, rec, err)
+	return reportAfterBuild(env, o.run.jsonOut, rec, err)
 }
 
 // buildVerdictError maps a build's verdict to the command's error.

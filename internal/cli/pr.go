@@ -18,6 +18,7 @@ import (
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/forge"
 	"github.com/factory-harness/factory/internal/gitws"
+	"github.com/factory-harness/factory/internal/temporal"
 )
 
 // forgeFlags say where a build's pull request goes: shared by pr, issue
@@ -57,13 +58,18 @@ type forgeConn struct {
 // changes nothing, so it runs before a build: a missing token is refused
 // before any model call, commit or push.
 func connectForge(ctx context.Context, env Env, repo *gitws.Repo, f *forgeFlags) (*forgeConn, error) {
-	kind := forge.Kind(f.kind)
-	if f.kind != "" && !slices.Contains(forge.Kinds, kind) {
-		return nil, usagef("--forge %q: want github, gitea or gitlab", f.kind)
-	}
 	remoteURL, err := repo.RemoteURL(ctx, f.remote)
 	if err != nil {
 		return nil, usagef("--remote: %v", err)
+	}
+	return connectForgeURL(env, remoteURL, f)
+}
+
+// connectForgeURL is connectForge for a remote given by its URL.
+func connectForgeURL(env Env, remoteURL string, f *forgeFlags) (*forgeConn, error) {
+	kind := forge.Kind(f.kind)
+	if f.kind != "" && !slices.Contains(forge.Kinds, kind) {
+		return nil, usagef("--forge %q: want github, gitea or gitlab", f.kind)
 	}
 	target, err := forge.Detect(remoteURL, kind, f.api, f.forgeRepo)
 	if err != nil {
@@ -128,7 +134,6 @@ func (e *refusedPRError) Error() string { return e.msg }
 // unfinished build is published as a draft with a comment saying where it
 // stopped (once per failure).
 func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st *builder.Status, f *forgeFlags, p publication) (*forge.Record, error) {
-	c := conn.client
 	tip, ok, err := repo.BranchCommit(ctx, st.Branch)
 	if err != nil {
 		return nil, err
@@ -136,46 +141,119 @@ func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st
 	if !ok || tip == st.BaseCommit && p.followUp == nil {
 		return nil, &refusedPRError{fmt.Sprintf("the build's branch %s has no commit of the build to publish yet", st.Branch)}
 	}
-	base := f.base
-	defaultBranch, err := c.DefaultBranch(ctx)
+	t, err := findPRTarget(ctx, conn.client, f, st.Branch)
 	if err != nil {
 		return nil, err
-	}
-	if base == "" {
-		base = defaultBranch
-	}
-	if st.Branch == base || st.Branch == defaultBranch || builder.IsProtectedBranch(st.Branch) {
-		return nil, &refusedPRError{fmt.Sprintf("the build's branch %s is the base branch or the default one; factory never pushes there", st.Branch)}
-	}
-	existing, err := c.FindPR(ctx, st.Branch)
-	if err != nil {
-		return nil, err
-	}
-	reopen := false
-	if existing != nil {
-		switch {
-		case existing.State == forge.Merged:
-			return nil, &refusedPRError{fmt.Sprintf("the pull request for %s (%s) was merged; build on a new branch (--branch) to open another", st.Branch, existing.URL)}
-		case existing.State == forge.Closed && !f.reopen:
-			return nil, &refusedPRError{fmt.Sprintf("the pull request for %s (%s) is closed; pass --reopen to reopen it, or build on a new branch", st.Branch, existing.URL)}
-		case existing.State == forge.Closed:
-			reopen = true
-		}
 	}
 	pushed, err := pushBranch(ctx, env, repo, conn, st.Branch, tip)
 	if err != nil {
 		return nil, err
 	}
-	body, failure, err := prBody(ctx, repo, st, p)
+	checks, err := builder.Evidence(ctx, repo, st)
 	if err != nil {
 		return nil, err
 	}
-	draft := f.draft || !st.Complete
+	b := builtFrom(st.Branch, tip, st.PlanHash, st.Spec, st.PlanDir, st.WorkOrders, st.Complete, p)
+	b.body.Tokens = st.Spend.Total.TotalTokens
+	if t := st.Spend.Total; t.UnpricedCalls == 0 {
+		b.body.CostUSD = &t.CostUSD
+	}
+	for i, o := range b.body.Orders {
+		for _, c := range checks[o.ID] {
+			b.body.Orders[i].Evidence = append(b.body.Orders[i].Evidence, forge.Evidence{Kind: c.Kind, Command: strings.Join(c.Command, " "), ExitCode: c.ExitCode})
+		}
+	}
+	if p.followUp != nil {
+		b.followUpNote = followUpReply(st, p.followUp)
+	}
+	rec, err := openPR(ctx, env, conn, f, t, b, p)
+	if err != nil {
+		return nil, err
+	}
+	rec.Pushed = pushed
+	if err := artifact.WriteJSON(filepath.Join(st.BuildDir, forge.RecordFile), rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// publishTemporal creates or updates the pull request of a build that ran
+// on workers (build --temporal --pr): they pushed its branch to the
+// remote, so nothing is pushed here, and the evidence of each order stays
+// in the artifacts on the workers.
+func publishTemporal(ctx context.Context, env Env, conn *forgeConn, res temporal.BuildResult, f *forgeFlags, spec, planDir string, p publication) (*forge.Record, error) {
+	if res.Head == "" || res.Head == res.BaseCommit {
+		return nil, &refusedPRError{fmt.Sprintf("the build's branch %s has no commit of the build to publish yet", res.Branch)}
+	}
+	t, err := findPRTarget(ctx, conn.client, f, res.Branch)
+	if err != nil {
+		return nil, err
+	}
+	orders := make([]builder.WorkOrder, len(res.WorkOrders))
+	for i, w := range res.WorkOrders {
+		orders[i] = w.WorkOrder
+	}
+	b := builtFrom(res.Branch, res.Head, res.PlanHash, spec, planDir, orders, res.Verdict == builder.VerdictPass, p)
+	b.body.Tokens, b.body.CostUSD = res.Tokens, res.CostUSD
+	return openPR(ctx, env, conn, f, t, b, p)
+}
+
+// built is what a pull request shows of a build, wherever it ran.
+type built struct {
+	branch, tip, planHash string
+	complete              bool
+	title                 string
+	body                  forge.Body
+	// failure is the key of the order that stopped the build ("" when
+	// none did), failureNote the comment that says so, and followUpNote
+	// a follow-up build's reply.
+	failure, failureNote, followUpNote string
+}
+
+// prTarget is where a branch's pull request goes: the base branch, and
+// the pull request the branch already has (nil for none).
+type prTarget struct {
+	base     string
+	existing *forge.PR
+	reopen   bool
+}
+
+// findPRTarget finds the base branch and the branch's pull request. A
+// branch that is the base or the default one, a merged pull request, and
+// a closed one without --reopen are refused before anything changes.
+func findPRTarget(ctx context.Context, c forge.Client, f *forgeFlags, branch string) (prTarget, error) {
+	defaultBranch, err := c.DefaultBranch(ctx)
+	if err != nil {
+		return prTarget{}, err
+	}
+	t := prTarget{base: cmp.Or(f.base, defaultBranch)}
+	if branch == t.base || branch == defaultBranch || builder.IsProtectedBranch(branch) {
+		return t, &refusedPRError{fmt.Sprintf("the build's branch %s is the base branch or the default one; factory never pushes there", branch)}
+	}
+	if t.existing, err = c.FindPR(ctx, branch); err != nil || t.existing == nil {
+		return t, err
+	}
+	switch {
+	case t.existing.State == forge.Merged:
+		return t, &refusedPRError{fmt.Sprintf("the pull request for %s (%s) was merged; build on a new branch (--branch) to open another", branch, t.existing.URL)}
+	case t.existing.State == forge.Closed && !f.reopen:
+		return t, &refusedPRError{fmt.Sprintf("the pull request for %s (%s) is closed; pass --reopen to reopen it, or build on a new branch", branch, t.existing.URL)}
+	}
+	t.reopen = t.existing.State == forge.Closed
+	return t, nil
+}
+
+// openPR creates or updates the pull request of b, whose branch is on the
+// remote at b.tip, and leaves the comments it owes, each once: the ledger
+// in the body remembers them.
+func openPR(ctx context.Context, env Env, conn *forgeConn, f *forgeFlags, t prTarget, b built, p publication) (*forge.Record, error) {
+	c, body := conn.client, b.body
+	draft := f.draft || !b.complete
 	var ledger forge.Ledger
-	if existing != nil {
+	if t.existing != nil {
 		var ok bool
-		if ledger, ok = forge.ReadLedger(existing.Body); !ok {
-			fmt.Fprintf(env.Stderr, "note: the factory block of %s was edited and cannot be read; it is written again\n", existing.URL)
+		if ledger, ok = forge.ReadLedger(t.existing.Body); !ok {
+			fmt.Fprintf(env.Stderr, "note: the factory block of %s was edited and cannot be read; it is written again\n", t.existing.URL)
 		}
 	}
 	body.Ledger = ledger
@@ -187,13 +265,14 @@ func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st
 	if p.issue > 0 {
 		body.Ledger.Issue, body.Ledger.Refs = p.issue, cmp.Or(p.refs, "Fixes")
 	}
-	rec := &forge.Record{Forge: conn.target.Kind, Repo: conn.target.Repo, Head: st.Branch, Base: base, Commit: tip, Pushed: pushed}
+	rec := &forge.Record{Forge: conn.target.Kind, Repo: conn.target.Repo, Head: b.branch, Base: t.base, Commit: b.tip}
 	var pr *forge.PR
-	if existing == nil {
-		pr, err = c.CreatePR(ctx, forge.NewPR{Title: prTitle(st, p), Body: forge.Render(body), Head: st.Branch, Base: base, Draft: draft})
+	var err error
+	if t.existing == nil {
+		pr, err = c.CreatePR(ctx, forge.NewPR{Title: b.title, Body: forge.Render(body), Head: b.branch, Base: t.base, Draft: draft})
 		rec.Action = "created"
 	} else {
-		pr, rec.Action, err = updatePR(ctx, c, existing, forge.Merge(existing.Body, forge.Render(body)), draft, reopen)
+		pr, rec.Action, err = updatePR(ctx, c, t.existing, forge.Merge(t.existing.Body, forge.Render(body)), draft, t.reopen)
 	}
 	if err != nil {
 		return nil, err
@@ -201,13 +280,13 @@ func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st
 	// Comments first, then the ledger that remembers them: a crash in
 	// between repeats a comment rather than losing one.
 	var notes []string
-	if failure != "" && ledger.Failure != failure+"@"+tip {
-		notes = append(notes, failureComment(st, p))
-		body.Ledger.Failure = failure + "@" + tip
+	if b.failure != "" && ledger.Failure != b.failure+"@"+b.tip {
+		notes = append(notes, b.failureNote)
+		body.Ledger.Failure = b.failure + "@" + b.tip
 	}
-	if p.followUp != nil && !slices.Contains(ledger.Replied, st.PlanHash) {
-		notes = append(notes, followUpReply(st, p.followUp))
-		body.Ledger.Replied = append(slices.Clone(ledger.Replied), st.PlanHash)
+	if p.followUp != nil && !slices.Contains(ledger.Replied, b.planHash) {
+		notes = append(notes, b.followUpNote)
+		body.Ledger.Replied = append(slices.Clone(ledger.Replied), b.planHash)
 		body.Ledger.Handled = append(slices.Clone(ledger.Handled), p.followUp.handled...)
 	}
 	for _, note := range notes {
@@ -224,9 +303,6 @@ func publish(ctx context.Context, env Env, conn *forgeConn, repo *gitws.Repo, st
 		}
 	}
 	rec.Number, rec.URL, rec.State, rec.Draft = pr.Number, pr.URL, pr.State, pr.Draft
-	if err := artifact.WriteJSON(filepath.Join(st.BuildDir, forge.RecordFile), rec); err != nil {
-		return nil, err
-	}
 	return rec, nil
 }
 
@@ -287,58 +363,48 @@ func pushBranch(ctx context.Context, env Env, repo *gitws.Repo, conn *forgeConn,
 // maxSpecInBody bounds the spec shown in a pull request's body.
 const maxSpecInBody = 8 << 10
 
-// prBody gathers the managed block's content; failure is the key of the
-// order that stopped the build ("" when none did).
-func prBody(ctx context.Context, repo *gitws.Repo, st *builder.Status, p publication) (forge.Body, string, error) {
-	b := forge.Body{Build: st.PlanHash, Tokens: st.Spend.Total.TotalTokens, Rerun: p.rerun}
-	if t := st.Spend.Total; t.UnpricedCalls == 0 {
-		b.CostUSD = &t.CostUSD
-	}
+// builtFrom gathers what the pull request shows of a build, but for the
+// spend and the evidence, which the caller knows: where the work came
+// from, the orders with their outcomes, and the order that stopped it.
+func builtFrom(branch, tip, planHash, spec, planDir string, orders []builder.WorkOrder, complete bool, p publication) built {
+	b := built{branch: branch, tip: tip, planHash: planHash, complete: complete, title: prTitle(spec, planHash, p),
+		body: forge.Body{Build: planHash, Rerun: p.rerun}, failureNote: failureComment(orders, p)}
 	if p.issue > 0 {
-		b.Source = fmt.Sprintf("issue #%d", p.issue)
-		b.Refs = fmt.Sprintf("%s #%d", cmp.Or(p.refs, "Fixes"), p.issue)
-	} else if st.Spec != "" {
-		b.Source = "the spec " + filepath.Base(st.Spec)
+		b.body.Source = fmt.Sprintf("issue #%d", p.issue)
+		b.body.Refs = fmt.Sprintf("%s #%d", cmp.Or(p.refs, "Fixes"), p.issue)
+	} else if spec != "" {
+		b.body.Source = "the spec " + filepath.Base(spec)
 	} else {
-		b.Source = "the plan " + filepath.Base(st.PlanDir)
+		b.body.Source = "the plan " + filepath.Base(planDir)
 	}
-	if st.Spec != "" && p.issue == 0 {
-		if data, err := os.ReadFile(st.Spec); err == nil {
-			b.Spec = string(data)
-			if len(b.Spec) > maxSpecInBody {
-				b.Spec = strings.ToValidUTF8(b.Spec[:maxSpecInBody], "") + "\n…"
+	if spec != "" && p.issue == 0 {
+		if data, err := os.ReadFile(spec); err == nil {
+			b.body.Spec = string(data)
+			if len(b.body.Spec) > maxSpecInBody {
+				b.body.Spec = strings.ToValidUTF8(b.body.Spec[:maxSpecInBody], "") + "\n…"
 			}
 		}
 	}
-	checks, err := builder.Evidence(ctx, repo, st)
-	if err != nil {
-		return b, "", err
-	}
-	failure := ""
-	for _, wo := range st.WorkOrders {
-		o := forge.Order{ID: wo.ID, Title: wo.Title, Status: wo.Outcome, Commit: wo.Commit, Stage: wo.Stage}
-		for _, c := range checks[wo.ID] {
-			o.Evidence = append(o.Evidence, forge.Evidence{Kind: c.Kind, Command: strings.Join(c.Command, " "), ExitCode: c.ExitCode})
+	for _, wo := range orders {
+		if wo.Outcome == builder.OutcomeFailed && b.failure == "" {
+			b.failure = wo.ID + "/" + wo.Stage
+			b.body.Failed = fmt.Sprintf("%s failed at %s; the orders before it are on this branch", wo.ID, wo.Stage)
 		}
-		if wo.Outcome == builder.OutcomeFailed && failure == "" {
-			failure = wo.ID + "/" + wo.Stage
-			b.Failed = fmt.Sprintf("%s failed at %s; the orders before it are on this branch", wo.ID, wo.Stage)
-		}
-		b.Orders = append(b.Orders, o)
+		b.body.Orders = append(b.body.Orders, forge.Order{ID: wo.ID, Title: wo.Title, Status: wo.Outcome, Commit: wo.Commit, Stage: wo.Stage})
 	}
-	if !st.Complete && failure == "" {
-		b.Failed = "the build has orders still pending"
+	if !complete && b.failure == "" {
+		b.body.Failed = "the build has orders still pending"
 	}
-	return b, failure, nil
+	return b
 }
 
 // prTitle is the new pull request's title: the issue's, else the spec's
 // first heading or line.
-func prTitle(st *builder.Status, p publication) string {
+func prTitle(spec, planHash string, p publication) string {
 	if p.issueTitle != "" {
 		return p.issueTitle
 	}
-	if data, err := os.ReadFile(st.Spec); err == nil {
+	if data, err := os.ReadFile(spec); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
 			if line = strings.TrimSpace(strings.TrimLeft(line, "# ")); line != "" {
 				if len(line) > 72 {
@@ -348,11 +414,11 @@ func prTitle(st *builder.Status, p publication) string {
 			}
 		}
 	}
-	return "factory build " + st.PlanHash
+	return "factory build " + planHash
 }
 
-func failureComment(st *builder.Status, p publication) string {
-	for _, wo := range st.WorkOrders {
+func failureComment(orders []builder.WorkOrder, p publication) string {
+	for _, wo := range orders {
 		if wo.Outcome != builder.OutcomeFailed {
 			continue
 		}

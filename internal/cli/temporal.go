@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/factory"
+	"github.com/factory-harness/factory/internal/forge"
 	"github.com/factory-harness/factory/internal/gitws"
 	"github.com/factory-harness/factory/internal/planner"
 	"github.com/factory-harness/factory/internal/temporal"
@@ -88,6 +91,15 @@ func runBuildTemporal(cmd *cobra.Command, o *buildOptions, env Env) error {
 	if err != nil {
 		return err
 	}
+	var fc *forgeConn
+	if o.pr {
+		// Before the workflow starts: a build whose publication cannot
+		// work must not spend anything.
+		o.forge.base = t.base
+		if fc, err = connectForgeURL(env, t.repoURL, &o.forge); err != nil {
+			return err
+		}
+	}
 	conn := t.conn(env)
 	id, err := temporal.Submit(cmd.Context(), conn, in)
 	if err != nil {
@@ -108,7 +120,28 @@ func runBuildTemporal(cmd *cobra.Command, o *buildOptions, env Env) error {
 		return &internalError{err: err}
 	}
 	printTemporalResult(env, o.run.jsonOut, res)
-	return temporalExit(res)
+	verdictErr := temporalExit(res)
+	if fc == nil || (res.Verdict != builder.VerdictPass && res.Verdict != builder.VerdictFail) {
+		return verdictErr
+	}
+	rec, err := publishTemporal(cmd.Context(), env, fc, res, &o.forge, o.spec, o.plan, publication{rerun: temporalRerunHint(o, res)})
+	return withPublication(env, verdictErr, reportAfterBuild(env, o.run.jsonOut, rec, err))
+}
+
+// temporalRerunHint is the command that resumes the build on the workers
+// (or repeats it: a finished build's rerun changes nothing). A local
+// remote is not named: the body is public, the user's directories are
+// not.
+func temporalRerunHint(o *buildOptions, res temporal.BuildResult) string {
+	from := "--plan " + shellWord(filepath.Base(o.plan))
+	if o.spec != "" {
+		from = "--spec " + shellWord(filepath.Base(o.spec))
+	}
+	url := "REPO_URL"
+	if u, err := neturl.Parse(res.RepoURL); err == nil && u.Scheme != "" && u.Scheme != "file" && u.Host != "" {
+		url = shellWord(forge.Redact(res.RepoURL))
+	}
+	return fmt.Sprintf("factory build --temporal HOST:PORT --repo-url %s %s --branch %s --llm-model MODEL --pr", url, from, shellWord(res.Branch))
 }
 
 // buildInput is the workflow's input from the flags.
