@@ -40,7 +40,7 @@ func startEvalWorkers(t *testing.T, addr string, f *evalFixture, url string, ext
 func (f *evalFixture) temporalArgs(addr, root, out string, extra ...string) []string {
 	return append([]string{"eval", "--suite", f.suite, "--out", out, "--llm-model", "m1", "--llm-model", "m2",
 		"--no-review", "--verify-command", "python3 -m compileall -q .", "--temporal", addr, "--remote-root", root,
-		"--heartbeat-timeout", "10s"}, extra...)
+		"--heartbeat-timeout", "30s"}, extra...)
 }
 
 // TestEvalTemporal runs the eval suite (3 cases × 2 models; sign with m2

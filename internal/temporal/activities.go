@@ -130,10 +130,13 @@ func (s *session) end() {
 	}
 }
 
+// heartbeatEvery bounds the time between an activity's heartbeats.
+const heartbeatEvery = 5 * time.Second
+
 func (s *session) startHeartbeat(ctx context.Context) {
 	every := activity.GetInfo(ctx).HeartbeatTimeout / 4
-	if every <= 0 || every > 5*time.Second {
-		every = 5 * time.Second
+	if every <= 0 || every > heartbeatEvery {
+		every = heartbeatEvery
 	}
 	done := make(chan struct{})
 	finished := make(chan struct{})

@@ -86,6 +86,11 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	acts := &Activities{cfg: o.Config, stop: stop}
 	w := worker.New(c, o.taskQueue(), worker.Options{
 		MaxConcurrentActivityExecutionSize: o.Concurrency, Identity: o.Identity, WorkerStopTimeout: stopTimeout,
+		// The SDK sends heartbeats at most every 0.8 × the heartbeat
+		// timeout: one late by a fifth of it (a loaded machine, a slow
+		// server) lost a running work order to a retry that paid its
+		// model calls again. Sent every heartbeatEvery instead.
+		MaxHeartbeatThrottleInterval: heartbeatEvery,
 	})
 	w.RegisterWorkflowWithOptions(Build, workflow.RegisterOptions{Name: WorkflowName})
 	w.RegisterActivityWithOptions(acts.Plan, activity.RegisterOptions{Name: PlanActivityName})
