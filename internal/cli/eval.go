@@ -91,7 +91,7 @@ far kept); 5 budget reached.`,
 	f.IntVarP(&o.jobs, "jobs", "j", 0, "runs built at once (0: half the CPUs, at least 1)")
 	f.StringArrayVar(&o.cases, "case", nil, "run only this case (repeatable)")
 	f.Float64Var(&o.minSolveRate, "min-solve-rate", 0, "exit 1 when a model's solve rate (0 to 1) is below this: a CI gate")
-	f.StringVar(&o.build.repair, "repair", "off", "when a work order of a run's build fails every attempt: auto repairs the plan and goes on, off (the default here, so that results compare with evals made before repairs and their transcripts replay) stops the build, as factory build --repair (local builds)")
+	f.StringVar(&o.build.repair, "repair", "off", "when a work order of a run's build fails every attempt: auto repairs the plan and goes on, off (the default here, so that results compare with evals made before repairs and their transcripts replay) stops the build, as factory build --repair (with --temporal too)")
 	f.IntVar(&o.build.maxRepairs, "max-repairs", 2, "repairs of the plan per run's build, with --repair auto")
 	// The attempt flags of run and build, but for --llm-model (repeatable
 	// here) and --record/--replay (one transcript per run).
