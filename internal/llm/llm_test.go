@@ -154,6 +154,41 @@ func TestReplayMismatchNamesFirstDifference(t *testing.T) {
 	}
 }
 
+// A replay matches a request that differs from the recorded one only in
+// the durations commands printed (a failure's output in the prompt); any
+// other difference, digits included, is still a mismatch.
+func TestReplayIgnoresOnlyDurations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	srv := llmtest.Start(t, llmtest.Reply{Content: "x"})
+	recorded := request()
+	recorded.Messages[1].Content = "exit 1:\nRan 1 test in 0.021s\n--- FAIL: TestAdd (0.01s)\nok  calc 1.5s (12.3ms, 40µs)\nFAILED (errors=1)"
+	if _, err := (&Recorder{Model: client(srv.URL), Path: path}).Complete(context.Background(), recorded); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, content string
+		match         bool
+	}{
+		{"other durations", "exit 1:\nRan 1 test in 0.000s\n--- FAIL: TestAdd (2.50s)\nok  calc 17s (9ms, 1µs)\nFAILED (errors=1)", true},
+		{"another count", "exit 1:\nRan 2 tests in 0.021s\n--- FAIL: TestAdd (0.01s)\nok  calc 1.5s (12.3ms, 40µs)\nFAILED (errors=1)", false},
+		{"another exit code", "exit 2:\nRan 1 test in 0.021s\n--- FAIL: TestAdd (0.01s)\nok  calc 1.5s (12.3ms, 40µs)\nFAILED (errors=1)", false},
+		{"a duration for a word", "exit 1:\nRan 1 test in 0.021s\n--- FAIL: TestAdd (0.01s)\nok  calc 1.5s (12.3ms, 40µs)\nFAILED (errors=1s)", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := LoadReplayer(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request()
+			req.Messages[1].Content = tt.content
+			_, err = rep.Complete(context.Background(), req)
+			if (err == nil) != tt.match {
+				t.Errorf("err = %v, want a match: %v", err, tt.match)
+			}
+		})
+	}
+}
+
 func TestLoadReplayerRejectsBadTranscripts(t *testing.T) {
 	tests := map[string]string{
 		"not json":        "{nope\n",
