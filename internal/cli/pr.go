@@ -256,7 +256,7 @@ func openPR(ctx context.Context, env Env, conn *forgeConn, f *forgeFlags, t prTa
 			fmt.Fprintf(env.Stderr, "note: the factory block of %s was edited and cannot be read; it is written again\n", t.existing.URL)
 		}
 	}
-	body.Ledger = ledger
+	body.Ledger = ledger.Shows(body.Build, body.Orders)
 	if p.issue == 0 && ledger.Issue > 0 {
 		// A follow-up keeps what the pull request resolves.
 		p.issue, p.refs = ledger.Issue, ledger.Refs

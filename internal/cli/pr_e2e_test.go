@@ -343,6 +343,10 @@ func TestIssueToPR(t *testing.T) {
 	if replies != 1 || !strings.Contains(body, "Fixes #"+strconv.Itoa(n)) {
 		t.Errorf("replies %d; body:\n%s", replies, body)
 	}
+	// The block shows the follow-up's plan and keeps the issue build's.
+	if _, earlier, _ := strings.Cut(body, "### Earlier builds on this branch"); !strings.Contains(earlier, "| WO-01 |") {
+		t.Errorf("the block does not keep the issue build's plan:\n%s", body)
+	}
 	// Again: nothing new to follow up, no model call, no change.
 	before = writes(f.gh.Requests())
 	res = runFactory(t, f.env(t), follow...)

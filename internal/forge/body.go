@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"slices"
 	"strings"
 )
@@ -65,6 +66,69 @@ type Ledger struct {
 	// says so (Fixes or Refs), kept for the builds that follow.
 	Issue int    `json:"issue,omitempty"`
 	Refs  string `json:"refs,omitempty"`
+	// Build and Orders are the build the block shows, and Earlier the
+	// builds it showed before (a follow-up builds on the same branch):
+	// the block keeps their plans, oldest first.
+	Build   string      `json:"build,omitempty"`
+	Orders  []OrderLine `json:"orders,omitempty"`
+	Earlier []Earlier   `json:"earlier,omitempty"`
+}
+
+// OrderLine is an order of a build as the block showed it.
+type OrderLine struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+	Commit string `json:"commit,omitempty"`
+}
+
+// Earlier is a build the block showed before.
+type Earlier struct {
+	Build  string      `json:"build"`
+	Orders []OrderLine `json:"orders"`
+}
+
+// maxEarlier bounds the earlier builds a block keeps, and the state they
+// take half of what a ledger may hold: the oldest go first, so that the
+// ledger (the comments handled) always reads back.
+const (
+	maxEarlier      = 20
+	maxEarlierBytes = maxStateBytes / 2
+	maxTitleBytes   = 100
+)
+
+// Shows returns l for a block showing build with orders: the build it
+// showed before, when another, joins the earlier ones.
+func (l Ledger) Shows(build string, orders []Order) Ledger {
+	if l.Build != "" && l.Build != build {
+		l.Earlier = append(slices.Clone(l.Earlier), Earlier{Build: l.Build, Orders: l.Orders})
+		l.Earlier = l.Earlier[max(0, len(l.Earlier)-maxEarlier):]
+	}
+	l.Build, l.Orders = build, nil
+	for _, o := range orders {
+		title := o.Title
+		if len(title) > maxTitleBytes {
+			title = strings.ToValidUTF8(title[:maxTitleBytes], "") + "…"
+		}
+		l.Orders = append(l.Orders, OrderLine{ID: o.ID, Title: title, Status: o.status(), Commit: short(o.Commit)})
+	}
+	for len(l.Earlier) > 0 {
+		data, _ := json.Marshal(l) // plain types: cannot fail
+		if len(data) <= maxEarlierBytes {
+			break
+		}
+		l.Earlier = l.Earlier[1:]
+	}
+	return l
+}
+
+// status is the order's status as the block shows it: a failed one's
+// with its stage.
+func (o Order) status() string {
+	if o.Stage != "" {
+		return o.Status + " (" + o.Stage + ")"
+	}
+	return o.Status
 }
 
 // maxStateBytes bounds the state a body may carry: a body is written by
@@ -94,11 +158,7 @@ func Render(b Body) string {
 	if len(b.Orders) > 0 {
 		w.WriteString("\n### Plan\n\n| Order | Title | Status | Commit |\n|---|---|---|---|\n")
 		for _, o := range b.Orders {
-			status := o.Status
-			if o.Stage != "" {
-				status += " (" + o.Stage + ")"
-			}
-			fmt.Fprintf(&w, "| %s | %s | %s | %s |\n", cell(o.ID), cell(o.Title), cell(status), cell(short(o.Commit)))
+			fmt.Fprintf(&w, "| %s | %s | %s | %s |\n", cell(o.ID), cell(o.Title), cell(o.status()), cell(short(o.Commit)))
 		}
 		evidence := false
 		for _, o := range b.Orders {
@@ -117,6 +177,16 @@ func Render(b Body) string {
 				}
 				fmt.Fprintf(&w, "  - %s %s: exit %d, %s\n", e.Kind, code(e.Command), e.ExitCode, mark)
 			}
+		}
+	}
+	if len(b.Ledger.Earlier) > 0 {
+		w.WriteString("\n### Earlier builds on this branch\n")
+		for _, e := range b.Ledger.Earlier {
+			fmt.Fprintf(&w, "\n<details><summary>build <code>%s</code></summary>\n\n| Order | Title | Status | Commit |\n|---|---|---|---|\n", html.EscapeString(inert(e.Build)))
+			for _, o := range e.Orders {
+				fmt.Fprintf(&w, "| %s | %s | %s | %s |\n", cell(o.ID), cell(o.Title), cell(o.Status), cell(short(o.Commit)))
+			}
+			w.WriteString("\n</details>\n")
 		}
 	}
 	w.WriteString("\n### Spend\n\n")

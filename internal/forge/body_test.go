@@ -1,9 +1,11 @@
 package forge
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func sampleBody() Body {
@@ -106,16 +108,21 @@ func FuzzMergeBody(f *testing.F) {
 	f.Add("x "+BeginMarker+" y "+EndMarker+" z", EndMarker, "`a`", int64(-3))
 	f.Add(EndMarker+BeginMarker, "<!--", "-->", int64(0))
 	f.Fuzz(func(t *testing.T, user, title, command string, id int64) {
-		b := Body{Build: "b", Orders: []Order{{ID: "WO-01", Title: title, Status: "passed",
-			Evidence: []Evidence{{Kind: "verify", Command: command}}}}, Spec: title, Source: command,
-			Ledger: Ledger{Handled: []int64{id}, Failure: "WO-01/x"}}
+		orders := []Order{{ID: "WO-01", Title: title, Status: "passed", Commit: command,
+			Evidence: []Evidence{{Kind: "verify", Command: command}}}}
+		b := Body{Build: "b", Orders: orders, Spec: title, Source: command,
+			Ledger: Ledger{Handled: []int64{id}, Failure: "WO-01/x"}.Shows(command, orders).Shows("b", orders)}
 		block := Render(b)
 		got := Merge(user, block)
 		if again := Merge(got, block); again != got {
 			t.Fatalf("not idempotent")
 		}
 		st, ok := ReadLedger(got)
-		if !ok || !slices.Equal(st.Handled, []int64{id}) || st.Failure != "WO-01/x" {
+		earlier := 1
+		if command == "" || command == "b" {
+			earlier = 0 // no build shown before, or this one
+		}
+		if !ok || !slices.Equal(st.Handled, []int64{id}) || st.Failure != "WO-01/x" || st.Build != "b" || len(st.Earlier) != earlier {
 			t.Fatalf("ReadLedger = %+v, %v", st, ok)
 		}
 		if start, end, found := blockSpan(user); found {
@@ -126,4 +133,57 @@ func FuzzMergeBody(f *testing.F) {
 			t.Fatalf("the user's text was not kept")
 		}
 	})
+}
+
+// A block shows the builds it showed before: a rerun of the same build
+// replaces its lines, another build moves them to the earlier ones, which
+// stay bounded so that the ledger always reads back.
+func TestLedgerShows(t *testing.T) {
+	a := []Order{{ID: "WO-01", Title: "Skeleton", Status: "passed", Commit: "0123456789abcdef"}, {ID: "WO-02", Title: "Mul", Status: "failed", Stage: "acceptance_failed"}}
+	l := Ledger{Handled: []int64{7}}.Shows("aaaa", a)
+	if l.Build != "aaaa" || len(l.Earlier) != 0 || !slices.Equal(l.Handled, []int64{7}) ||
+		!slices.Equal(l.Orders, []OrderLine{{ID: "WO-01", Title: "Skeleton", Status: "passed", Commit: "0123456789ab"}, {ID: "WO-02", Title: "Mul", Status: "failed (acceptance_failed)"}}) {
+		t.Fatalf("first build: %+v", l)
+	}
+	a[1] = Order{ID: "WO-02", Title: "Mul", Status: "passed", Commit: "fedcba9876543210"}
+	if l = l.Shows("aaaa", a); len(l.Earlier) != 0 || l.Orders[1].Status != "passed" {
+		t.Fatalf("the same build again: %+v", l)
+	}
+	l = l.Shows("bbbb", []Order{{ID: "WO-01", Title: "Review fix", Status: "passed", Commit: "1111"}})
+	if l.Build != "bbbb" || len(l.Earlier) != 1 || l.Earlier[0].Build != "aaaa" || l.Earlier[0].Orders[1].Commit != "fedcba987654" {
+		t.Fatalf("a follow-up: %+v", l)
+	}
+	block := Render(Body{Build: "bbbb", Ledger: l})
+	for _, want := range []string{"### Earlier builds on this branch", "build <code>aaaa</code>", "| WO-02 | Mul | passed | fedcba987654 |"} {
+		if !strings.Contains(block, want) {
+			t.Errorf("block lacks %q:\n%s", want, block)
+		}
+	}
+	if got, ok := ReadLedger(block); !ok || len(got.Earlier) != 1 || got.Build != "bbbb" {
+		t.Fatalf("ReadLedger = %+v, %v", got, ok)
+	}
+
+	// Many builds with long, hostile titles: the oldest go, the state stays
+	// readable, and nothing in a title closes the block.
+	long := strings.Repeat("é|-->", 400)
+	for i := range 40 {
+		var orders []Order
+		for j := range 30 {
+			orders = append(orders, Order{ID: fmt.Sprintf("WO-%02d", j+1), Title: long, Status: "passed", Commit: strings.Repeat("c", 40)})
+		}
+		l = l.Shows(fmt.Sprintf("build%02d<x>", i), orders)
+	}
+	if len(l.Earlier) == 0 || len(l.Earlier) > maxEarlier || l.Earlier[len(l.Earlier)-1].Build != "build38<x>" {
+		t.Fatalf("%d earlier builds, the last %+v", len(l.Earlier), l.Earlier[len(l.Earlier)-1].Build)
+	}
+	if !utf8.ValidString(l.Earlier[0].Orders[0].Title) || len(l.Earlier[0].Orders[0].Title) > maxTitleBytes+len("…") {
+		t.Errorf("title kept as %q", l.Earlier[0].Orders[0].Title)
+	}
+	block = Render(Body{Build: "last", Ledger: l})
+	if strings.Count(block, EndMarker) != 1 || strings.Contains(block, "<x>") {
+		t.Errorf("a title or build id escaped the block or the HTML")
+	}
+	if got, ok := ReadLedger(Merge("user text", block)); !ok || len(got.Earlier) != len(l.Earlier) {
+		t.Fatalf("ReadLedger after many builds: %d earlier, %v", len(got.Earlier), ok)
+	}
 }
