@@ -127,12 +127,25 @@ func ReadRepairs(buildDir string) (records []RepairRecord, pending int, err erro
 		if err != nil {
 			return nil, 0, err
 		}
-		var r RepairRecord
-		if err := workorder.DecodeStrict(data, &r); err != nil || r.Repair != n {
+		r, err := DecodeRepair(n, data)
+		if err != nil {
 			return nil, 0, fmt.Errorf("%s/repair.json is damaged (%v); it is not a record factory wrote", dir, err)
 		}
 		records = append(records, r)
 	}
+}
+
+// DecodeRepair decodes the repair.json of repair n strictly: known fields,
+// once, and its own number.
+func DecodeRepair(n int, data []byte) (RepairRecord, error) {
+	var r RepairRecord
+	if err := workorder.DecodeStrict(data, &r); err != nil {
+		return RepairRecord{}, err
+	}
+	if r.Repair != n {
+		return RepairRecord{}, fmt.Errorf("it says repair %d, in the directory of repair %d", r.Repair, n)
+	}
+	return r, nil
 }
 
 // RepairedPlanFile is the plan file of the last applied repair in
@@ -215,8 +228,8 @@ func (b *builder) mayRepair() bool {
 	return true
 }
 
-// NoRepairsLeft is the line that ends a build whose order failed failed
-// after maxRepairs repairs: it lists the repairs tried.
+// NoRepairsLeft is the line that ends a build whose order failed after
+// maxRepairs repairs: it lists the repairs tried.
 func NoRepairsLeft(failed string, maxRepairs int, repairs []RepairRecord) string {
 	line := fmt.Sprintf("build: %s failed and no repairs are left (--max-repairs %d)", failed, maxRepairs)
 	if len(repairs) == 0 {

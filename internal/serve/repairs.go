@@ -8,7 +8,6 @@ import (
 
 	"github.com/factory-harness/factory/internal/builder"
 	"github.com/factory-harness/factory/internal/planner"
-	"github.com/factory-harness/factory/internal/workorder"
 )
 
 // Bounds of what the build page shows of the repairs of its plan: a
@@ -108,12 +107,9 @@ func (s *Server) readRepairs(src *source, hash string) []RepairView {
 // decodeRepair decodes repair n's repair.json strictly, its strings cut
 // for the page; nil and why when it is not a record factory wrote.
 func decodeRepair(n int, data []byte) (*builder.RepairRecord, string) {
-	var r builder.RepairRecord
-	if err := workorder.DecodeStrict(data, &r); err != nil {
-		return nil, "repair.json could not be read: " + cutRunes(err.Error(), 500)
-	}
-	if r.Repair != n {
-		return nil, fmt.Sprintf("repair.json says repair %d, in the directory of repair %d: not a record factory wrote", r.Repair, n)
+	r, err := builder.DecodeRepair(n, data)
+	if err != nil {
+		return nil, "repair.json is not a record factory wrote: " + cutRunes(err.Error(), 500)
 	}
 	if !slices.Contains([]string{builder.RepairApplied, builder.RepairGaveUp, builder.RepairRejected}, r.Outcome) {
 		return nil, fmt.Sprintf("repair.json's outcome %q is none factory writes", cutRunes(r.Outcome, 100))
