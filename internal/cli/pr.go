@@ -367,7 +367,13 @@ const maxSpecInBody = 8 << 10
 // spend and the evidence, which the caller knows: where the work came
 // from, the orders with their outcomes, and the order that stopped it.
 func builtFrom(branch, tip, planHash, spec, planDir string, orders []builder.WorkOrder, complete bool, p publication) built {
-	b := built{branch: branch, tip: tip, planHash: planHash, complete: complete, title: prTitle(spec, planHash, p),
+	var specText string
+	if spec != "" {
+		if data, err := os.ReadFile(spec); err == nil {
+			specText = string(data)
+		}
+	}
+	b := built{branch: branch, tip: tip, planHash: planHash, complete: complete, title: prTitle(specText, planHash, p),
 		body: forge.Body{Build: planHash, Rerun: p.rerun}, failureNote: failureComment(orders, p)}
 	if p.issue > 0 {
 		b.body.Source = fmt.Sprintf("issue #%d", p.issue)
@@ -377,12 +383,10 @@ func builtFrom(branch, tip, planHash, spec, planDir string, orders []builder.Wor
 	} else {
 		b.body.Source = "the plan " + filepath.Base(planDir)
 	}
-	if spec != "" && p.issue == 0 {
-		if data, err := os.ReadFile(spec); err == nil {
-			b.body.Spec = string(data)
-			if len(b.body.Spec) > maxSpecInBody {
-				b.body.Spec = strings.ToValidUTF8(b.body.Spec[:maxSpecInBody], "") + "\n…"
-			}
+	if p.issue == 0 {
+		b.body.Spec = specText
+		if len(specText) > maxSpecInBody {
+			b.body.Spec = strings.ToValidUTF8(specText[:maxSpecInBody], "") + "\n…"
 		}
 	}
 	for _, wo := range orders {
@@ -400,18 +404,16 @@ func builtFrom(branch, tip, planHash, spec, planDir string, orders []builder.Wor
 
 // prTitle is the new pull request's title: the issue's, else the spec's
 // first heading or line.
-func prTitle(spec, planHash string, p publication) string {
+func prTitle(specText, planHash string, p publication) string {
 	if p.issueTitle != "" {
 		return p.issueTitle
 	}
-	if data, err := os.ReadFile(spec); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if line = strings.TrimSpace(strings.TrimLeft(line, "# ")); line != "" {
-				if len(line) > 72 {
-					line = strings.ToValidUTF8(line[:72], "") + "…"
-				}
-				return line
+	for _, line := range strings.Split(specText, "\n") {
+		if line = strings.TrimSpace(strings.TrimLeft(line, "# ")); line != "" {
+			if len(line) > 72 {
+				line = strings.ToValidUTF8(line[:72], "") + "…"
 			}
+			return line
 		}
 	}
 	return "factory build " + planHash
