@@ -204,16 +204,13 @@ func (a *Activities) models(s *session, in BuildInput) (Models, error) {
 // given one validated, or the spec compiled (reusing the plan this worker
 // compiled before for the same inputs).
 func (a *Activities) Plan(ctx context.Context, in PlanInput) (PlanResult, error) {
-	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, ""), in.WorkflowID, in.Spent)
-	if err != nil {
-		return PlanResult{}, err
-	}
-	defer s.end()
 	res := PlanResult{Worker: a.cfg.Identity}
 	b := in.Build
-	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
+	s, err := a.beginFetched(ctx, in.WorkflowID, b.RepoURL, in.Spent)
+	if err != nil {
 		return res, err
 	}
+	defer s.end()
 	base := b.Base
 	if base == "" {
 		base = "HEAD"
@@ -282,15 +279,12 @@ func (a *Activities) WorkOrder(ctx context.Context, in WorkOrderInput) (WorkOrde
 	if in.Parallel {
 		return a.parallelWorkOrder(ctx, in, res)
 	}
-	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, ""), in.WorkflowID, in.Spent)
+	b := in.Build
+	s, err := a.beginFetched(ctx, in.WorkflowID, b.RepoURL, in.Spent)
 	if err != nil {
 		return res, err
 	}
 	defer s.end()
-	b := in.Build
-	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
-		return res, err
-	}
 	tip, exists, c, err := onBranch(s, b, in.BaseCommit, wo.ID)
 	if err != nil {
 		return res, err
@@ -366,15 +360,12 @@ func failure(s *session, in WorkOrderInput, line builder.WorkOrder, stopped stri
 // repaired plan; the workflow goes on with it.
 func (a *Activities) Repair(ctx context.Context, in RepairInput) (RepairResult, error) {
 	res := RepairResult{Worker: a.cfg.Identity}
-	s, err := a.begin(ctx, a.cacheDir(in.WorkflowID, ""), in.WorkflowID, in.Spent)
+	b := in.Build
+	s, err := a.beginFetched(ctx, in.WorkflowID, b.RepoURL, in.Spent)
 	if err != nil {
 		return res, err
 	}
 	defer s.end()
-	b := in.Build
-	if err := s.repo.Fetch(s.ctx, b.RepoURL); err != nil {
-		return res, err
-	}
 	passed := map[string]string{}
 	if in.Tip != "" {
 		if passed, err = builder.Passed(s.ctx, s.repo, in.Tip, b.PlanHash, in.BaseCommit); err != nil {
@@ -463,6 +454,20 @@ func (a *Activities) parallelWorkOrder(ctx context.Context, in WorkOrderInput, r
 		return res, s.classify(ctx, err, res, &res.Lines)
 	}
 	return res, nil
+}
+
+// beginFetched begins a step in the build's shared copy of the remote,
+// fetched.
+func (a *Activities) beginFetched(ctx context.Context, workflowID, repoURL string, spent Spend) (*session, error) {
+	s, err := a.begin(ctx, a.cacheDir(workflowID, ""), workflowID, spent)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.repo.Fetch(s.ctx, repoURL); err != nil {
+		s.end()
+		return nil, err
+	}
+	return s, nil
 }
 
 // fetchBuild brings the remote's branches and the build's order refs into
