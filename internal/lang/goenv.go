@@ -204,5 +204,8 @@ func askGoEnv(ask func(argv ...string) ([]byte, bool)) (goEnv, bool) {
 		return goEnv{}, false
 	}
 	var e goEnv
-	return e, json.Unmarshal(out, &e) == nil
+	if json.Unmarshal(out, &e) != nil {
+		return goEnv{}, false
+	}
+	return e, true
 }
