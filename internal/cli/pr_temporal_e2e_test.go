@@ -61,7 +61,7 @@ func TestTemporalBuildPR(t *testing.T) {
 		if n := writes(f.gh.Requests()) - writesBefore; n != 0 {
 			t.Errorf("the rerun changed the forge %d times", n)
 		}
-		id := strings.TrimPrefix(firstLineWith(res.stdout, "workflow: "), "workflow: ")
+		id := outputField(t, res.stdout, "workflow: ")
 		if strings.Contains(string(historyBytes(t, addr, id)), ghToken) {
 			t.Error("the token is in the workflow's history")
 		}
@@ -93,14 +93,4 @@ func TestTemporalBuildPR(t *testing.T) {
 			t.Errorf("%d comments after the rerun, want 1", n)
 		}
 	})
-}
-
-// firstLineWith is the first line of s that starts with prefix.
-func firstLineWith(s, prefix string) string {
-	for line := range strings.Lines(s) {
-		if strings.HasPrefix(line, prefix) {
-			return strings.TrimSpace(line)
-		}
-	}
-	return ""
 }
