@@ -348,10 +348,13 @@ func readAnthropicStream(body []byte) anthropicOracle {
 	o := anthropicOracle{sure: true}
 	var blocks []string // block types by index
 	for _, ev := range bytes.Split(bytes.ReplaceAll(body, []byte("\r\n"), []byte("\n")), []byte("\n\n")) {
-		var data []byte
+		var data, name []byte
 		for _, line := range bytes.Split(ev, []byte("\n")) {
 			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
 				data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+			}
+			if n, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+				name = bytes.TrimPrefix(n, []byte(" "))
 			}
 		}
 		if len(data) == 0 {
@@ -374,6 +377,11 @@ func readAnthropicStream(body []byte) anthropicOracle {
 		if json.Unmarshal(data, &e) != nil {
 			o.sure = false
 			continue
+		}
+		if string(name) != e.Type {
+			// The SDK dispatches an event by its SSE name, not its data's
+			// type: one without a matching name may be skipped.
+			o.sure = false
 		}
 		switch e.Type {
 		case "content_block_start":
